@@ -1,0 +1,49 @@
+# jobqueue -- PGXS build for the jobqueue extension
+#
+# The version has one source of truth: default_version in jobqueue.control.
+
+EXTENSION = jobqueue
+EXTVERSION = $(shell sed -n "s/^default_version[[:space:]]*=[[:space:]]*'\([^']*\)'.*/\1/p" $(EXTENSION).control)
+
+MODULE_big = jobqueue
+OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
+
+# The install script of every version and every upgrade script.
+DATA = $(sort $(wildcard sql/$(EXTENSION)--*.sql))
+
+# Behaviour and error paths (pg_regress): inputs in sql/, outputs in expected/.
+REGRESS = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/[0-9]*.sql)))
+REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=test/regress.conf \
+	--load-extension=$(EXTENSION)
+
+# Concurrency (isolation tester): specs and outputs under test/isolation/.
+ISOLATION = $(patsubst test/isolation/specs/%.spec,%,$(sort $(wildcard test/isolation/specs/*.spec)))
+ISOLATION_OPTS = --inputdir=test/isolation --temp-instance=tmp_check_iso \
+	--temp-config=test/regress.conf --load-extension=$(EXTENSION)
+
+# Crashes, restarts and the background worker (PostgreSQL::Test::Cluster).
+TAP_TESTS = 1
+PROVE_TESTS = $(sort $(wildcard test/t/*.pl))
+
+# Warnings are errors; the -Wno-* are the ones PostgreSQL's own headers trip.
+PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter \
+	-Wno-missing-field-initializers -Wno-sign-compare -Wno-cast-function-type
+PG_CPPFLAGS = -I$(srcdir)/src
+
+EXTRA_CLEAN = tmp_check_regress tmp_check_pgtap results_pgtap
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+# Schema tests written with pgTAP, run through pg_regress so there is one
+# harness; they live under test/pgtap/{sql,expected}.
+PGTAP_TESTS = $(patsubst test/pgtap/sql/%.sql,%,$(sort $(wildcard test/pgtap/sql/*.sql)))
+
+installcheck: installcheck-pgtap
+
+.PHONY: installcheck-pgtap
+installcheck-pgtap:
+	$(pg_regress_installcheck) --inputdir=test/pgtap --outputdir=results_pgtap \
+		--temp-instance=tmp_check_pgtap --temp-config=test/regress.conf \
+		--dbname=jobqueue_pgtap $(PGTAP_TESTS)

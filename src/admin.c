@@ -1,0 +1,382 @@
+/*-------------------------------------------------------------------------
+ *
+ * admin.c
+ *	  Queue administration and operator actions on jobs.
+ *
+ * These are cold paths: their statements run once in a while, so they are
+ * executed without a kept plan (SPI_execute_with_args), still with every
+ * value passed as a parameter.  The operator actions on single jobs (cancel,
+ * replay) use kept plans because applications call them too.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "jobqueue.h"
+
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+PG_FUNCTION_INFO_V1(jq_create_queue);
+PG_FUNCTION_INFO_V1(jq_alter_queue);
+PG_FUNCTION_INFO_V1(jq_drop_queue);
+PG_FUNCTION_INFO_V1(jq_pause_queue);
+PG_FUNCTION_INFO_V1(jq_resume_queue);
+PG_FUNCTION_INFO_V1(jq_cancel);
+PG_FUNCTION_INFO_V1(jq_retry);
+PG_FUNCTION_INFO_V1(jq_retry_dead);
+PG_FUNCTION_INFO_V1(jq_explain_claim);
+
+/* Run a one-off statement with parameters; error unless it returns rc_expected. */
+static void
+jq_execute_once(const char *sql, int nargs, Oid *argtypes, Datum *values,
+				const char *nulls, int rc_expected)
+{
+	int			rc = SPI_execute_with_args(sql, nargs, argtypes, values, nulls,
+										   false, 0);
+
+	if (rc != rc_expected)
+		elog(ERROR, "jobqueue statement failed: %s: %s",
+			 SPI_result_code_string(rc), sql);
+}
+
+/* The name of the role the caller acts as, for the replay history. */
+static Datum
+jq_caller_name(void)
+{
+	/* not GetUserId(): inside SECURITY DEFINER that is the extension owner */
+	return CStringGetTextDatum(GetUserNameFromId(GetOuterUserId(), false));
+}
+
+/*
+ * jq_create_queue(queue_name, max_attempts, lease_duration, max_runtime,
+ *				   backoff_base, backoff_max, retention) returns void
+ *
+ * Creating a queue that exists changes nothing and says so in a NOTICE, so
+ * that deployments may call it at every start.
+ */
+Datum
+jq_create_queue(PG_FUNCTION_ARGS)
+{
+	char	   *queue_name = jq_arg_queue_name(fcinfo, 0);
+	Oid			argtypes[7] = {TEXTOID, INT4OID, INTERVALOID, INTERVALOID,
+	INTERVALOID, INTERVALOID, INTERVALOID};
+	Datum		values[7];
+
+	values[0] = CStringGetTextDatum(queue_name);
+	values[1] = Int32GetDatum(jq_arg_positive_int4(fcinfo, 1, "max_attempts"));
+	values[2] = PointerGetDatum(jq_arg_interval(fcinfo, 2, "lease_duration", false, false));
+	values[3] = PointerGetDatum(jq_arg_interval(fcinfo, 3, "max_runtime", false, false));
+	values[4] = PointerGetDatum(jq_arg_interval(fcinfo, 4, "backoff_base", false, false));
+	values[5] = PointerGetDatum(jq_arg_interval(fcinfo, 5, "backoff_max", false, false));
+	values[6] = PointerGetDatum(jq_arg_interval(fcinfo, 6, "retention", false, false));
+
+	jq_spi_connect();
+	jq_execute_once("INSERT INTO jobqueue.queues "
+					"  (queue_name, max_attempts, lease_duration, max_runtime, "
+					"   backoff_base, backoff_max, retention) "
+					"VALUES ($1, $2, $3, $4, $5, $6, $7) "
+					"ON CONFLICT (queue_name) DO NOTHING",
+					7, argtypes, values, NULL, SPI_OK_INSERT);
+	if (SPI_processed == 0)
+		ereport(NOTICE,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("queue \"%s\" already exists, skipping", queue_name),
+				 errdetail("Its settings were not changed; use jobqueue.jq_alter_queue to change them.")));
+	jq_spi_finish();
+
+	PG_RETURN_VOID();
+}
+
+/*
+ * jq_alter_queue(queue_name, max_attempts, lease_duration, max_runtime,
+ *				  backoff_base, backoff_max, retention, notify) returns void
+ *
+ * NULL leaves a setting unchanged.  New settings apply to later claims,
+ * failures and purges; running leases keep their expiry.
+ */
+Datum
+jq_alter_queue(PG_FUNCTION_ARGS)
+{
+	char	   *queue_name = jq_arg_queue_name(fcinfo, 0);
+	Oid			argtypes[8] = {TEXTOID, INT4OID, INTERVALOID, INTERVALOID,
+	INTERVALOID, INTERVALOID, INTERVALOID, BOOLOID};
+	static const char *const interval_names[] = {
+		"lease_duration", "max_runtime", "backoff_base", "backoff_max", "retention"
+	};
+	Datum		values[8];
+	char		nulls[8];
+	int			i;
+
+	memset(nulls, JQ_NOTNULL, sizeof(nulls));
+	values[0] = CStringGetTextDatum(queue_name);
+	if (PG_ARGISNULL(1))
+		nulls[1] = JQ_ISNULL;
+	else
+		values[1] = Int32GetDatum(jq_arg_positive_int4(fcinfo, 1, "max_attempts"));
+	for (i = 2; i <= 6; i++)
+	{
+		Interval   *iv = jq_arg_interval(fcinfo, i, interval_names[i - 2], true, false);
+
+		values[i] = PointerGetDatum(iv);
+		if (iv == NULL)
+			nulls[i] = JQ_ISNULL;
+	}
+	if (PG_ARGISNULL(7))
+		nulls[7] = JQ_ISNULL;
+	else
+		values[7] = PG_GETARG_DATUM(7);
+
+	jq_spi_connect();
+	jq_execute_once("UPDATE jobqueue.queues q SET "
+					"  max_attempts = COALESCE($2, q.max_attempts), "
+					"  lease_duration = COALESCE($3, q.lease_duration), "
+					"  max_runtime = COALESCE($4, q.max_runtime), "
+					"  backoff_base = COALESCE($5, q.backoff_base), "
+					"  backoff_max = COALESCE($6, q.backoff_max), "
+					"  retention = COALESCE($7, q.retention), "
+					"  notify = COALESCE($8, q.notify) "
+					"WHERE q.queue_name = $1",
+					8, argtypes, values, nulls, SPI_OK_UPDATE);
+	if (SPI_processed == 0)
+		jq_raise_unknown_queue(queue_name);
+	jq_spi_finish();
+
+	PG_RETURN_VOID();
+}
+
+/*
+ * jq_drop_queue(queue_name, force) returns void
+ *
+ * Refuses while the queue has jobs, unless force, which deletes them.  There
+ * is no foreign key from jobs to queues, so we lock out concurrent enqueues
+ * (which take ROW EXCLUSIVE on jobs) while we look and delete: otherwise a
+ * job could be inserted for a queue that is being dropped.
+ */
+Datum
+jq_drop_queue(PG_FUNCTION_ARGS)
+{
+	char	   *queue_name = jq_arg_queue_name(fcinfo, 0);
+	bool		force;
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1];
+	int64		njobs;
+
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("force must not be null")));
+	force = PG_GETARG_BOOL(1);
+	values[0] = CStringGetTextDatum(queue_name);
+
+	jq_spi_connect();
+	jq_execute_once("LOCK TABLE jobqueue.jobs IN SHARE ROW EXCLUSIVE MODE",
+					0, NULL, NULL, NULL, SPI_OK_UTILITY);
+	jq_execute_once("SELECT FROM jobqueue.queues q WHERE q.queue_name = $1 FOR UPDATE",
+					1, argtypes, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		jq_raise_unknown_queue(queue_name);
+
+	jq_execute_once("SELECT pg_catalog.count(*) FROM jobqueue.jobs j "
+					"WHERE j.queue_name = $1",
+					1, argtypes, values, NULL, SPI_OK_SELECT);
+	njobs = DatumGetInt64(jq_result(0, 1));
+	if (njobs > 0 && !force)
+		ereport(ERROR,
+				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+				 errmsg("queue \"%s\" still has jobs", queue_name),
+				 errdetail_plural("The queue has %lld job.",
+								  "The queue has %lld jobs.",
+								  njobs, (long long) njobs),
+				 errhint("Use force => true to delete its jobs with it.")));
+
+	jq_execute_once("DELETE FROM jobqueue.jobs j WHERE j.queue_name = $1",
+					1, argtypes, values, NULL, SPI_OK_DELETE);
+	jq_execute_once("DELETE FROM jobqueue.queues q WHERE q.queue_name = $1",
+					1, argtypes, values, NULL, SPI_OK_DELETE);
+	jq_spi_finish();
+
+	PG_RETURN_VOID();
+}
+
+/* Set a queue's paused flag. */
+static void
+jq_set_paused(FunctionCallInfo fcinfo, bool paused)
+{
+	char	   *queue_name = jq_arg_queue_name(fcinfo, 0);
+	Oid			argtypes[2] = {TEXTOID, BOOLOID};
+	Datum		values[2];
+
+	values[0] = CStringGetTextDatum(queue_name);
+	values[1] = BoolGetDatum(paused);
+
+	jq_spi_connect();
+	jq_execute_once("UPDATE jobqueue.queues q SET paused = $2 WHERE q.queue_name = $1",
+					2, argtypes, values, NULL, SPI_OK_UPDATE);
+	if (SPI_processed == 0)
+		jq_raise_unknown_queue(queue_name);
+	jq_spi_finish();
+}
+
+/* jq_pause_queue(queue_name): claims of a paused queue return no rows */
+Datum
+jq_pause_queue(PG_FUNCTION_ARGS)
+{
+	jq_set_paused(fcinfo, true);
+	PG_RETURN_VOID();
+}
+
+/* jq_resume_queue(queue_name) */
+Datum
+jq_resume_queue(PG_FUNCTION_ARGS)
+{
+	jq_set_paused(fcinfo, false);
+	jq_wakeup_queue(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	PG_RETURN_VOID();
+}
+
+/*
+ * jq_cancel(id) returns boolean
+ *
+ * A pending or running job becomes cancelled.  A running worker is not
+ * interrupted, but its later complete, fail and heartbeat are fenced.
+ */
+Datum
+jq_cancel(PG_FUNCTION_ARGS)
+{
+	Datum		values[2];
+	bool		cancelled;
+
+	values[0] = Int64GetDatum(jq_arg_int8(fcinfo, 0, "job id"));
+	values[1] = TimestampTzGetDatum(GetCurrentTimestamp());
+
+	jq_spi_connect();
+	jq_execute(JQ_PLAN_CANCEL, values, NULL, SPI_OK_UPDATE_RETURNING);
+	cancelled = (SPI_processed == 1);
+	jq_spi_finish();
+
+	PG_RETURN_BOOL(cancelled);
+}
+
+/*
+ * jq_retry(id, run_at) returns boolean
+ *
+ * Replays a dead or cancelled job: same id, pending again at run_at (default
+ * now) with a fresh attempt count.  Its error history is kept and the replay
+ * is recorded in it.  False if the job is not dead or cancelled.
+ */
+Datum
+jq_retry(PG_FUNCTION_ARGS)
+{
+	Datum		values[5];
+	char		nulls[5];
+	bool		isnull;
+	bool		replayed;
+	bool		ready = false;
+	char	   *queue_name = NULL;
+
+	memset(nulls, JQ_NOTNULL, sizeof(nulls));
+	values[0] = Int64GetDatum(jq_arg_int8(fcinfo, 0, "job id"));
+	values[1] = jq_arg_timestamptz(fcinfo, 1, "run_at", &isnull);
+	if (isnull)
+		nulls[1] = JQ_ISNULL;
+	values[2] = TimestampTzGetDatum(GetCurrentTimestamp());
+	values[3] = jq_caller_name();
+	values[4] = Int32GetDatum(jq_error_history);
+
+	jq_spi_connect();
+	jq_execute(JQ_PLAN_RETRY, values, nulls, SPI_OK_UPDATE_RETURNING);
+	replayed = (SPI_processed == 1);
+	if (replayed && jq_result_bool(0, 2))
+	{
+		ready = true;
+		queue_name = jq_result_cstring(0, 1);
+	}
+	jq_spi_finish();
+
+	if (ready)
+		jq_wakeup_queue(queue_name);
+
+	PG_RETURN_BOOL(replayed);
+}
+
+/*
+ * jq_retry_dead(queue_name, error_code, max_jobs) returns bigint
+ *
+ * Replays up to max_jobs dead jobs of a queue, oldest first, optionally only
+ * those whose last error code is error_code.  Returns how many.
+ */
+Datum
+jq_retry_dead(PG_FUNCTION_ARGS)
+{
+	char	   *queue_name = jq_arg_queue_name(fcinfo, 0);
+	Datum		values[6];
+	char		nulls[6];
+	uint64		count;
+
+	memset(nulls, JQ_NOTNULL, sizeof(nulls));
+	values[0] = CStringGetTextDatum(queue_name);
+	if (PG_ARGISNULL(1))
+		nulls[1] = JQ_ISNULL;
+	else
+		values[1] = PointerGetDatum(jq_arg_nonempty_text(fcinfo, 1, "error code",
+														 JQ_ERROR_CODE_MAXLEN));
+	values[2] = Int32GetDatum(jq_arg_positive_int4(fcinfo, 2, "max_jobs"));
+	values[3] = TimestampTzGetDatum(GetCurrentTimestamp());
+	values[4] = jq_caller_name();
+	values[5] = Int32GetDatum(jq_error_history);
+
+	jq_spi_connect();
+	jq_require_queue(queue_name);
+	jq_execute(JQ_PLAN_RETRY_DEAD, values, nulls, SPI_OK_UPDATE);
+	count = SPI_processed;
+	jq_spi_finish();
+
+	if (count > 0)
+		jq_wakeup_queue(queue_name);
+
+	PG_RETURN_INT64((int64) count);
+}
+
+/*
+ * jq_explain_claim(queue_name, n) returns setof text
+ *
+ * EXPLAIN (COSTS OFF) of the very statement jq_claim runs, with these
+ * parameters.  Nothing is claimed: EXPLAIN without ANALYZE does not execute.
+ */
+Datum
+jq_explain_claim(PG_FUNCTION_ARGS)
+{
+	char	   *queue_name = jq_arg_queue_name(fcinfo, 0);
+	int32		n = jq_arg_positive_int4(fcinfo, 1, "n");
+	Oid			argtypes[5] = {TEXTOID, INT4OID, TEXTOID, INTERVALOID, TIMESTAMPTZOID};
+	Datum		values[5];
+	char		nulls[5] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_ISNULL, JQ_NOTNULL};
+	TupleDesc	tupdesc;
+	Tuplestorestate *tupstore;
+	char	   *sql;
+	uint64		i;
+
+	values[0] = CStringGetTextDatum(queue_name);
+	values[1] = Int32GetDatum(n);
+	values[2] = CStringGetTextDatum("explain");
+	values[3] = (Datum) 0;
+	values[4] = TimestampTzGetDatum(GetCurrentTimestamp());
+	sql = psprintf("EXPLAIN (COSTS OFF) %s", jq_plan_sql(JQ_PLAN_CLAIM));
+
+	tupstore = jq_srf_init(fcinfo, &tupdesc);
+
+	jq_spi_connect();
+	jq_require_queue(queue_name);
+	jq_execute_once(sql, 5, argtypes, values, nulls, SPI_OK_UTILITY);
+	for (i = 0; i < SPI_processed; i++)
+	{
+		Datum		line = jq_result(i, 1);
+		bool		line_null = false;
+
+		tuplestore_putvalues(tupstore, tupdesc, &line, &line_null);
+	}
+	jq_spi_finish();
+
+	return (Datum) 0;
+}

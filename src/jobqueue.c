@@ -1,0 +1,68 @@
+/*-------------------------------------------------------------------------
+ *
+ * jobqueue.c
+ *	  Module entry point and configuration parameters of jobqueue.
+ *
+ * Everything that only needs SQL works when the library is loaded on demand
+ * by CREATE EXTENSION.  Shared memory and the background workers exist only
+ * when the library is in shared_preload_libraries; _PG_init then asks for
+ * them (see shmem.c and launcher.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "jobqueue.h"
+
+#include "miscadmin.h"
+#include "utils/guc.h"
+
+PG_MODULE_MAGIC;
+
+/* Hot-path limits, all settable per session. */
+int			jq_max_claim_batch = 1000;
+int			jq_max_payload_size = 1024 * 1024;
+int			jq_max_error_length = 2048;
+int			jq_error_history = 10;
+
+void		_PG_init(void);
+
+void
+_PG_init(void)
+{
+	DefineCustomIntVariable("jobqueue.max_claim_batch",
+							"Largest number of jobs one jq_claim call may lease.",
+							NULL,
+							&jq_max_claim_batch,
+							1000, 1, 1000000,
+							PGC_USERSET, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("jobqueue.max_payload_size",
+							"Largest accepted job payload.",
+							"Measured on the stored jsonb value, before compression.",
+							&jq_max_payload_size,
+							1024 * 1024, 1, MaxAllocSize - VARHDRSZ,
+							PGC_SUSET, GUC_UNIT_BYTE,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("jobqueue.max_error_length",
+							"Longest error message kept in a job's history.",
+							"Longer messages are cut on a character boundary.",
+							&jq_max_error_length,
+							2048, 16, 1024 * 1024,
+							PGC_USERSET, GUC_UNIT_BYTE,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("jobqueue.error_history",
+							"Number of failures kept in a job's error history.",
+							"Older entries are dropped, newest are kept.",
+							&jq_error_history,
+							10, 1, 1000,
+							PGC_USERSET, 0,
+							NULL, NULL, NULL);
+
+#if PG_VERSION_NUM >= 150000
+	MarkGUCPrefixReserved("jobqueue");
+#else
+	EmitWarningsOnPlaceholders("jobqueue");
+#endif
+}

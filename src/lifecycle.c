@@ -1,0 +1,512 @@
+/*-------------------------------------------------------------------------
+ *
+ * lifecycle.c
+ *	  The hot path: enqueue, claim, complete, fail, heartbeat and release.
+ *
+ * Each function validates its arguments, runs one prepared statement (see
+ * plans.c) and returns.  State changes are single statements, so a job is
+ * never seen half-claimed or half-completed, and a claim never waits for a
+ * row that another worker has locked (FOR UPDATE SKIP LOCKED).
+ *
+ * Fencing: every claim increments the job's lease_token.  complete, fail,
+ * heartbeat and release match on (id, token, status = running, lease not
+ * expired); a worker whose lease expired, was reaped, cancelled or claimed
+ * by someone else matches nothing, changes nothing, and is told so by the
+ * return value (false / NULL).
+ *
+ * Memory: results are copied out of SPI memory (SPI_datumTransfer or a
+ * tuplestore in per-query memory) before SPI_finish releases it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "jobqueue.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "mb/pg_wchar.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/timestamp.h"
+
+PG_FUNCTION_INFO_V1(jq_enqueue);
+PG_FUNCTION_INFO_V1(jq_enqueue_many);
+PG_FUNCTION_INFO_V1(jq_claim);
+PG_FUNCTION_INFO_V1(jq_complete);
+PG_FUNCTION_INFO_V1(jq_complete_many);
+PG_FUNCTION_INFO_V1(jq_fail);
+PG_FUNCTION_INFO_V1(jq_heartbeat);
+PG_FUNCTION_INFO_V1(jq_release);
+
+
+/* Run prepared statement id; raise an error unless it returned rc_expected. */
+void
+jq_execute(JqPlanId id, Datum *values, const char *nulls, int rc_expected)
+{
+	int			rc = SPI_execute_plan(jq_plan(id), values, nulls, false, 0);
+
+	if (rc != rc_expected)
+		elog(ERROR, "jobqueue statement %d failed: %s",
+			 (int) id, SPI_result_code_string(rc));
+}
+
+/* Column col of result row row, which must not be NULL. */
+Datum
+jq_result(uint64 row, int col)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(SPI_tuptable->vals[row],
+								  SPI_tuptable->tupdesc, col, &isnull);
+
+	if (isnull)
+		elog(ERROR, "unexpected null in column %d of a jobqueue result", col);
+	return d;
+}
+
+/* Is column col of result row row true (NULL counts as false)? */
+bool
+jq_result_bool(uint64 row, int col)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(SPI_tuptable->vals[row],
+								  SPI_tuptable->tupdesc, col, &isnull);
+
+	return !isnull && DatumGetBool(d);
+}
+
+/*
+ * Column col of result row row as a C string, copied into the memory
+ * context that was current at SPI_connect so that it survives SPI_finish.
+ */
+char *
+jq_result_cstring(uint64 row, int col)
+{
+	char	   *s = SPI_getvalue(SPI_tuptable->vals[row],
+								 SPI_tuptable->tupdesc, col);
+	char	   *copy;
+
+	if (s == NULL)
+		elog(ERROR, "unexpected null in column %d of a jobqueue result", col);
+	copy = SPI_palloc(strlen(s) + 1);
+	strcpy(copy, s);
+	return copy;
+}
+
+/*
+ * Error out if queue_name does not exist.  Used when a statement returned
+ * no rows, to tell "nothing to do" from "no such queue" without paying for
+ * a second lookup on the common path.
+ */
+void
+jq_require_queue(const char *queue_name)
+{
+	Datum		values[1];
+
+	values[0] = CStringGetTextDatum(queue_name);
+	jq_execute(JQ_PLAN_QUEUE_EXISTS, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		jq_raise_unknown_queue(queue_name);
+}
+
+/*
+ * jq_enqueue(queue_name, payload, priority, run_at, max_attempts,
+ *			  idempotency_key) returns bigint
+ *
+ * With an idempotency key the queue already holds, the existing job's id is
+ * returned and nothing is inserted.  Two transactions racing with the same
+ * key are serialized by the unique index: the second waits for the first,
+ * then finds its row (ON CONFLICT DO NOTHING, then a lookup).
+ */
+Datum
+jq_enqueue(PG_FUNCTION_ARGS)
+{
+	char	   *queue_name = jq_arg_queue_name(fcinfo, 0);
+	Datum		values[7];
+	char		nulls[7] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL};
+	bool		isnull;
+	int64		job_id;
+	bool		notify = false;
+
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("payload must not be null")));
+	jq_check_payload(PG_GETARG_DATUM(1));
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("priority must not be null")));
+
+	values[0] = CStringGetTextDatum(queue_name);
+	values[1] = PG_GETARG_DATUM(1);
+	values[2] = PG_GETARG_DATUM(2);
+	values[3] = jq_arg_timestamptz(fcinfo, 3, "run_at", &isnull);
+	if (isnull)
+		nulls[3] = JQ_ISNULL;
+	if (PG_ARGISNULL(4))
+	{
+		values[4] = (Datum) 0;
+		nulls[4] = JQ_ISNULL;
+	}
+	else
+		values[4] = Int32GetDatum(jq_arg_positive_int4(fcinfo, 4, "max_attempts"));
+	if (PG_ARGISNULL(5))
+	{
+		values[5] = (Datum) 0;
+		nulls[5] = JQ_ISNULL;
+	}
+	else
+		values[5] = PointerGetDatum(jq_arg_nonempty_text(fcinfo, 5, "idempotency key",
+														 JQ_IDEMPOTENCY_KEY_MAXLEN));
+	values[6] = TimestampTzGetDatum(GetCurrentTimestamp());
+
+	jq_spi_connect();
+	jq_execute(JQ_PLAN_ENQUEUE, values, nulls, SPI_OK_INSERT_RETURNING);
+	if (SPI_processed == 1)
+	{
+		job_id = DatumGetInt64(jq_result(0, 1));
+		notify = jq_result_bool(0, 2);
+	}
+	else
+	{
+		jq_require_queue(queue_name);
+		/* the queue exists, so the key did: return the job that holds it */
+		Assert(nulls[5] == JQ_NOTNULL);
+		values[1] = values[5];
+		jq_execute(JQ_PLAN_ENQUEUE_EXISTING, values, NULL, SPI_OK_SELECT);
+		if (SPI_processed != 1)
+			elog(ERROR, "job with idempotency key vanished during enqueue");
+		job_id = DatumGetInt64(jq_result(0, 1));
+	}
+	jq_spi_finish();
+
+	if (notify)
+		jq_wakeup_queue(queue_name);
+
+	PG_RETURN_INT64(job_id);
+}
+
+/*
+ * jq_enqueue_many(queue_name, payloads jsonb[], priority, run_at)
+ *		returns setof bigint
+ *
+ * One INSERT for all payloads; ids come back in payload order.
+ */
+Datum
+jq_enqueue_many(PG_FUNCTION_ARGS)
+{
+	char	   *queue_name = jq_arg_queue_name(fcinfo, 0);
+	ArrayType  *payloads = jq_arg_array(fcinfo, 1, "payloads", JSONBOID);
+	Datum		values[5];
+	char		nulls[5] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL};
+	bool		isnull;
+	bool		notify = false;
+	TupleDesc	tupdesc;
+	Tuplestorestate *tupstore;
+	uint64		i;
+
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("priority must not be null")));
+
+	/* check each payload's size before anything is inserted */
+	{
+		ArrayIterator it = array_create_iterator(payloads, 0, NULL);
+		Datum		elem;
+		bool		elem_null;
+
+		while (array_iterate(it, &elem, &elem_null))
+			jq_check_payload(elem);
+		array_free_iterator(it);
+	}
+
+	values[0] = CStringGetTextDatum(queue_name);
+	values[1] = PointerGetDatum(payloads);
+	values[2] = PG_GETARG_DATUM(2);
+	values[3] = jq_arg_timestamptz(fcinfo, 3, "run_at", &isnull);
+	if (isnull)
+		nulls[3] = JQ_ISNULL;
+	values[4] = TimestampTzGetDatum(GetCurrentTimestamp());
+
+	tupstore = jq_srf_init(fcinfo, &tupdesc);
+
+	jq_spi_connect();
+	jq_execute(JQ_PLAN_ENQUEUE_MANY, values, nulls, SPI_OK_INSERT_RETURNING);
+	if (SPI_processed == 0)
+		jq_require_queue(queue_name);
+	else
+		notify = jq_result_bool(0, 2);
+	for (i = 0; i < SPI_processed; i++)
+	{
+		Datum		id = jq_result(i, 1);
+		bool		id_null = false;
+
+		tuplestore_putvalues(tupstore, tupdesc, &id, &id_null);
+	}
+	jq_spi_finish();
+
+	if (notify)
+		jq_wakeup_queue(queue_name);
+
+	return (Datum) 0;
+}
+
+/*
+ * jq_claim(queue_name, n, owner, lease)
+ *		returns table(id, payload, attempt, token, lease_expires_at)
+ *
+ * Leases up to n ready jobs in one statement (see JQ_PLAN_CLAIM).  An empty
+ * result means nothing is ready, or the queue is paused; an unknown queue
+ * is an error.
+ */
+Datum
+jq_claim(PG_FUNCTION_ARGS)
+{
+	char	   *queue_name = jq_arg_queue_name(fcinfo, 0);
+	int32		n = jq_arg_positive_int4(fcinfo, 1, "n");
+	text	   *owner = jq_arg_nonempty_text(fcinfo, 2, "owner", JQ_OWNER_MAXLEN);
+	Interval   *lease = jq_arg_interval(fcinfo, 3, "lease", true, false);
+	Datum		values[5];
+	char		nulls[5] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL};
+	TupleDesc	tupdesc;
+	Tuplestorestate *tupstore;
+	uint64		i;
+
+	if (n > jq_max_claim_batch)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("n must not exceed jobqueue.max_claim_batch (%d)",
+						jq_max_claim_batch),
+				 errdetail("The value given was %d.", n),
+				 errhint("Claim in smaller batches, or raise jobqueue.max_claim_batch.")));
+
+	values[0] = CStringGetTextDatum(queue_name);
+	values[1] = Int32GetDatum(n);
+	values[2] = PointerGetDatum(owner);
+	values[3] = PointerGetDatum(lease);
+	if (lease == NULL)
+		nulls[3] = JQ_ISNULL;
+	values[4] = TimestampTzGetDatum(GetCurrentTimestamp());
+
+	tupstore = jq_srf_init(fcinfo, &tupdesc);
+
+	jq_spi_connect();
+	jq_execute(JQ_PLAN_CLAIM, values, nulls, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		jq_require_queue(queue_name);
+	for (i = 0; i < SPI_processed; i++)
+	{
+		Datum		row[5];
+		bool		rownulls[5];
+
+		heap_deform_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
+						  row, rownulls);
+		tuplestore_putvalues(tupstore, tupdesc, row, rownulls);
+	}
+	jq_spi_finish();
+
+	return (Datum) 0;
+}
+
+/*
+ * jq_complete(id, token) returns boolean
+ *
+ * True when the caller held the current, unexpired lease and the job is now
+ * succeeded; false (and nothing changed) otherwise.
+ */
+Datum
+jq_complete(PG_FUNCTION_ARGS)
+{
+	Datum		values[3];
+	bool		done;
+
+	values[0] = Int64GetDatum(jq_arg_int8(fcinfo, 0, "job id"));
+	values[1] = Int64GetDatum(jq_arg_int8(fcinfo, 1, "token"));
+	values[2] = TimestampTzGetDatum(GetCurrentTimestamp());
+
+	jq_spi_connect();
+	jq_execute(JQ_PLAN_COMPLETE, values, NULL, SPI_OK_UPDATE_RETURNING);
+	done = (SPI_processed == 1);
+	jq_spi_finish();
+
+	PG_RETURN_BOOL(done);
+}
+
+/*
+ * jq_complete_many(ids bigint[], tokens bigint[]) returns setof bigint
+ *
+ * Completes each (id, token) pair under the rule of jq_complete, in one
+ * statement; returns the ids that were completed.
+ */
+Datum
+jq_complete_many(PG_FUNCTION_ARGS)
+{
+	ArrayType  *ids = jq_arg_array(fcinfo, 0, "ids", INT8OID);
+	ArrayType  *tokens = jq_arg_array(fcinfo, 1, "tokens", INT8OID);
+	int			nids = ArrayGetNItems(ARR_NDIM(ids), ARR_DIMS(ids));
+	int			ntokens = ArrayGetNItems(ARR_NDIM(tokens), ARR_DIMS(tokens));
+	Datum		values[3];
+	TupleDesc	tupdesc;
+	Tuplestorestate *tupstore;
+	uint64		i;
+
+	if (nids != ntokens)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("ids and tokens must have the same number of elements"),
+				 errdetail("There are %d ids and %d tokens.", nids, ntokens)));
+
+	tupstore = jq_srf_init(fcinfo, &tupdesc);
+	if (nids == 0)
+		return (Datum) 0;
+
+	values[0] = PointerGetDatum(ids);
+	values[1] = PointerGetDatum(tokens);
+	values[2] = TimestampTzGetDatum(GetCurrentTimestamp());
+
+	jq_spi_connect();
+	jq_execute(JQ_PLAN_COMPLETE_MANY, values, NULL, SPI_OK_UPDATE_RETURNING);
+	for (i = 0; i < SPI_processed; i++)
+	{
+		Datum		id = jq_result(i, 1);
+		bool		id_null = false;
+
+		tuplestore_putvalues(tupstore, tupdesc, &id, &id_null);
+	}
+	jq_spi_finish();
+
+	return (Datum) 0;
+}
+
+/*
+ * jq_fail(id, token, error_code, error_message, retryable, retry_in)
+ *		returns job_status
+ *
+ * Records the failure in the job's history and returns the new status:
+ * pending (a retry is scheduled) or dead (not retryable, or no attempts
+ * left).  NULL means the caller's lease was fenced and nothing changed.
+ */
+Datum
+jq_fail(PG_FUNCTION_ARGS)
+{
+	Datum		values[8];
+	char		nulls[8] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL};
+	Interval   *retry_in;
+	Datum		status = (Datum) 0;
+	bool		fenced;
+
+	values[0] = Int64GetDatum(jq_arg_int8(fcinfo, 0, "job id"));
+	values[1] = Int64GetDatum(jq_arg_int8(fcinfo, 1, "token"));
+	values[2] = PointerGetDatum(jq_arg_nonempty_text(fcinfo, 2, "error code",
+													 JQ_ERROR_CODE_MAXLEN));
+	if (PG_ARGISNULL(3))
+	{
+		values[3] = (Datum) 0;
+		nulls[3] = JQ_ISNULL;
+	}
+	else
+	{
+		/* keep at most max_error_length bytes, cut on a character boundary */
+		text	   *msg = PG_GETARG_TEXT_PP(3);
+		int			len = VARSIZE_ANY_EXHDR(msg);
+
+		if (len > jq_max_error_length)
+			len = pg_mbcliplen(VARDATA_ANY(msg), len, jq_max_error_length);
+		values[3] = PointerGetDatum(cstring_to_text_with_len(VARDATA_ANY(msg), len));
+	}
+	if (PG_ARGISNULL(4))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("retryable must not be null")));
+	values[4] = PG_GETARG_DATUM(4);
+	retry_in = jq_arg_interval(fcinfo, 5, "retry_in", true, true);
+	values[5] = PointerGetDatum(retry_in);
+	if (retry_in == NULL)
+		nulls[5] = JQ_ISNULL;
+	values[6] = TimestampTzGetDatum(GetCurrentTimestamp());
+	values[7] = Int32GetDatum(jq_error_history);
+
+	jq_spi_connect();
+	jq_execute(JQ_PLAN_FAIL, values, nulls, SPI_OK_UPDATE_RETURNING);
+	fenced = (SPI_processed == 0);
+	if (!fenced)
+		status = jq_result(0, 1);	/* an enum: an OID, passed by value */
+	jq_spi_finish();
+
+	if (fenced)
+		PG_RETURN_NULL();
+	PG_RETURN_DATUM(status);
+}
+
+/*
+ * jq_heartbeat(id, token, extend) returns timestamptz
+ *
+ * Extends the lease to now + extend (default: the queue's lease_duration),
+ * never past started_at + max_runtime.  NULL when the lease is lost or the
+ * job has used up its max_runtime.
+ */
+Datum
+jq_heartbeat(PG_FUNCTION_ARGS)
+{
+	Datum		values[4];
+	char		nulls[4] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL};
+	Interval   *extend;
+	Datum		expires = (Datum) 0;
+	bool		lost;
+
+	values[0] = Int64GetDatum(jq_arg_int8(fcinfo, 0, "job id"));
+	values[1] = Int64GetDatum(jq_arg_int8(fcinfo, 1, "token"));
+	extend = jq_arg_interval(fcinfo, 2, "extend", true, false);
+	values[2] = PointerGetDatum(extend);
+	if (extend == NULL)
+		nulls[2] = JQ_ISNULL;
+	values[3] = TimestampTzGetDatum(GetCurrentTimestamp());
+
+	jq_spi_connect();
+	jq_execute(JQ_PLAN_HEARTBEAT, values, nulls, SPI_OK_UPDATE_RETURNING);
+	lost = (SPI_processed == 0);
+	if (!lost)
+		expires = jq_result(0, 1);	/* timestamptz: by value */
+	jq_spi_finish();
+
+	if (lost)
+		PG_RETURN_NULL();
+	PG_RETURN_DATUM(expires);
+}
+
+/*
+ * jq_release(id, token, delay) returns boolean
+ *
+ * Gives a claimed job back (pending again after delay) without counting the
+ * attempt: for a worker that shuts down before it starts the work.
+ */
+Datum
+jq_release(PG_FUNCTION_ARGS)
+{
+	Datum		values[4];
+	bool		released;
+	bool		ready = false;
+	char	   *queue_name = NULL;
+
+	values[0] = Int64GetDatum(jq_arg_int8(fcinfo, 0, "job id"));
+	values[1] = Int64GetDatum(jq_arg_int8(fcinfo, 1, "token"));
+	values[2] = PointerGetDatum(jq_arg_interval(fcinfo, 2, "delay", false, true));
+	values[3] = TimestampTzGetDatum(GetCurrentTimestamp());
+
+	jq_spi_connect();
+	jq_execute(JQ_PLAN_RELEASE, values, NULL, SPI_OK_UPDATE_RETURNING);
+	released = (SPI_processed == 1);
+	if (released)
+	{
+		ready = jq_result_bool(0, 2);
+		if (ready)
+			queue_name = jq_result_cstring(0, 1);
+	}
+	jq_spi_finish();
+
+	if (ready && queue_name)
+		jq_wakeup_queue(queue_name);
+
+	PG_RETURN_BOOL(released);
+}

@@ -1,0 +1,359 @@
+/*-------------------------------------------------------------------------
+ *
+ * plans.c
+ *	  The per-backend cache of prepared SPI statements.
+ *
+ * Every statement that jobqueue runs more than once is in the table below.
+ * It is prepared on first use (SPI_prepare) and kept for the life of the
+ * backend (SPI_keepplan), so the hot path never parses or plans again; the
+ * plan cache re-plans by itself when the tables change (for instance after
+ * DROP and CREATE EXTENSION).
+ *
+ * Rules for the statements: every object is schema-qualified (tables in
+ * jobqueue, functions in pg_catalog); every value a caller supplies is a
+ * parameter, never part of the text.  The SQL functions also run with
+ * search_path = pg_catalog, pg_temp, so operators resolve in pg_catalog.
+ *
+ * Times: the current time is always passed in as a parameter, read from the
+ * database server's clock (GetCurrentTimestamp) by the caller, so that lease
+ * decisions use the database clock at the moment of the call, not the start
+ * of the caller's transaction, and still match index conditions.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "jobqueue.h"
+
+#include "catalog/pg_type.h"
+
+/*
+ * Retry delay in seconds: exponential backoff from the queue's backoff_base,
+ * doubling per attempt, capped at backoff_max, then "equal jitter": a
+ * uniformly random value between half of that and all of it.  BASE and MAX
+ * are interval expressions, ATTEMPT the number of the attempt that failed.
+ */
+#define JQ_BACKOFF_SQL(BASE, MAX, ATTEMPT) \
+	"pg_catalog.make_interval(secs => " \
+	"LEAST(pg_catalog.date_part('epoch', " MAX "), " \
+	"pg_catalog.date_part('epoch', " BASE ") * " \
+	"2.0::float8 ^ LEAST(GREATEST(" ATTEMPT " - 1, 0), 62)) " \
+	"* (0.5 + 0.5 * pg_catalog.random()))"
+
+/*
+ * Append ENTRY (a jsonb expression) to a job's error history and keep only
+ * the newest KEEP entries.
+ */
+#define JQ_APPEND_ERROR_SQL(ENTRY, KEEP) \
+	"pg_catalog.jsonb_path_query_array(j.errors || " ENTRY ", " \
+	"'$[last - $keep + 1 to last]', " \
+	"pg_catalog.jsonb_build_object('keep', " KEEP "))"
+
+typedef struct JqPlanSpec
+{
+	const char *sql;
+	int			nargs;
+	Oid			argtypes[8];
+} JqPlanSpec;
+
+static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
+	/*
+	 * JQ_PLAN_ENQUEUE: $1 queue, $2 payload, $3 priority, $4 run_at, $5
+	 * max_attempts, $6 idempotency key, $7 now.  No row back means either no
+	 * such queue or an existing idempotency key.
+	 */
+	[JQ_PLAN_ENQUEUE] = {
+		"WITH q AS (SELECT q.max_attempts, q.notify FROM jobqueue.queues q "
+		"           WHERE q.queue_name = $1) "
+		"INSERT INTO jobqueue.jobs AS j "
+		"  (queue_name, payload, priority, available_at, max_attempts, idempotency_key) "
+		"SELECT $1, $2, $3, COALESCE($4, $7), "
+		"       COALESCE($5, q.max_attempts), $6 FROM q "
+		"ON CONFLICT (queue_name, idempotency_key) WHERE idempotency_key IS NOT NULL "
+		"DO NOTHING "
+		"RETURNING j.id, (SELECT q.notify FROM q)",
+		7, {TEXTOID, JSONBOID, INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID, TIMESTAMPTZOID}
+	},
+	/* JQ_PLAN_ENQUEUE_EXISTING: $1 queue, $2 idempotency key */
+	[JQ_PLAN_ENQUEUE_EXISTING] = {
+		"SELECT j.id FROM jobqueue.jobs j "
+		"WHERE j.queue_name = $1 AND j.idempotency_key = $2",
+		2, {TEXTOID, TEXTOID}
+	},
+	/*
+	 * JQ_PLAN_ENQUEUE_MANY: $1 queue, $2 payloads, $3 priority, $4 run_at,
+	 * $5 now.  Identity values are drawn in payload order.
+	 */
+	[JQ_PLAN_ENQUEUE_MANY] = {
+		"WITH q AS (SELECT q.max_attempts, q.notify FROM jobqueue.queues q "
+		"           WHERE q.queue_name = $1) "
+		"INSERT INTO jobqueue.jobs AS j "
+		"  (queue_name, payload, priority, available_at, max_attempts) "
+		"SELECT $1, p.payload, $3, COALESCE($4, $5), q.max_attempts "
+		"FROM q, pg_catalog.unnest($2) WITH ORDINALITY AS p(payload, ord) "
+		"ORDER BY p.ord "
+		"RETURNING j.id, (SELECT q.notify FROM q)",
+		5, {TEXTOID, JSONBARRAYOID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID}
+	},
+	/* JQ_PLAN_QUEUE_EXISTS: $1 queue */
+	[JQ_PLAN_QUEUE_EXISTS] = {
+		"SELECT q.paused FROM jobqueue.queues q WHERE q.queue_name = $1",
+		1, {TEXTOID}
+	},
+	/*
+	 * JQ_PLAN_CLAIM: $1 queue, $2 n, $3 owner, $4 lease, $5 now.
+	 *
+	 * One statement: pick the ready jobs in claim order from the partial
+	 * index, lock them skipping those another transaction holds, and lease
+	 * them.  A paused or missing queue stops the scan before it starts (the
+	 * EXISTS is a one-time filter).  The lease never runs past max_runtime.
+	 */
+	[JQ_PLAN_CLAIM] = {
+		"WITH q AS (SELECT q.lease_duration, q.max_runtime FROM jobqueue.queues q "
+		"           WHERE q.queue_name = $1 AND NOT q.paused), "
+		"c AS (SELECT j.id FROM jobqueue.jobs j "
+		"      WHERE j.queue_name = $1 AND j.status = 'pending' "
+		"        AND j.available_at <= $5 AND EXISTS (SELECT FROM q) "
+		"      ORDER BY j.priority DESC, j.available_at, j.id "
+		"      LIMIT $2 FOR UPDATE OF j SKIP LOCKED), "
+		"u AS (UPDATE jobqueue.jobs j SET status = 'running', "
+		"        attempt_count = j.attempt_count + 1, lease_owner = $3, "
+		"        lease_token = j.lease_token + 1, started_at = $5, "
+		"        lease_expires_at = $5 + LEAST("
+		"          COALESCE($4, q.lease_duration), q.max_runtime) "
+		"      FROM c, q WHERE j.id = c.id "
+		"      RETURNING j.id, j.payload, j.attempt_count, j.lease_token, "
+		"                j.lease_expires_at, j.priority, j.available_at) "
+		"SELECT u.id, u.payload, u.attempt_count, u.lease_token, u.lease_expires_at "
+		"FROM u ORDER BY u.priority DESC, u.available_at, u.id",
+		5, {TEXTOID, INT4OID, TEXTOID, INTERVALOID, TIMESTAMPTZOID}
+	},
+	/*
+	 * JQ_PLAN_COMPLETE: $1 id, $2 token, $3 now.  Only the current lease
+	 * holder, before its lease expires, may complete.
+	 */
+	[JQ_PLAN_COMPLETE] = {
+		"UPDATE jobqueue.jobs j SET status = 'succeeded', finished_at = $3, "
+		"  lease_expires_at = NULL "
+		"WHERE j.id = $1 AND j.lease_token = $2 AND j.status = 'running' "
+		"  AND j.lease_expires_at > $3 "
+		"RETURNING j.queue_name",
+		3, {INT8OID, INT8OID, TIMESTAMPTZOID}
+	},
+	/* JQ_PLAN_COMPLETE_MANY: $1 ids, $2 tokens, $3 now; same rule per job */
+	[JQ_PLAN_COMPLETE_MANY] = {
+		"UPDATE jobqueue.jobs j SET status = 'succeeded', finished_at = $3, "
+		"  lease_expires_at = NULL "
+		"FROM pg_catalog.unnest($1, $2) AS t(id, token) "
+		"WHERE j.id = t.id AND j.lease_token = t.token AND j.status = 'running' "
+		"  AND j.lease_expires_at > $3 "
+		"RETURNING j.id, j.queue_name",
+		3, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID}
+	},
+	/*
+	 * JQ_PLAN_FAIL: $1 id, $2 token, $3 error code, $4 message, $5
+	 * retryable, $6 retry_in, $7 now, $8 history length.  Retry when the
+	 * error is retryable and attempts are left, else dead.
+	 */
+	[JQ_PLAN_FAIL] = {
+		"UPDATE jobqueue.jobs j SET "
+		"  status = CASE WHEN $5 AND j.attempt_count < j.max_attempts "
+		"           THEN 'pending' ELSE 'dead' END::jobqueue.job_status, "
+		"  available_at = CASE WHEN $5 AND j.attempt_count < j.max_attempts "
+		"           THEN $7 + COALESCE($6, "
+		JQ_BACKOFF_SQL("q.backoff_base", "q.backoff_max", "j.attempt_count") ") "
+		"           ELSE j.available_at END, "
+		"  finished_at = CASE WHEN $5 AND j.attempt_count < j.max_attempts "
+		"           THEN NULL ELSE $7 END, "
+		"  lease_owner = NULL, lease_expires_at = NULL, last_error_code = $3, "
+		"  errors = " JQ_APPEND_ERROR_SQL(
+			"pg_catalog.jsonb_build_object('attempt', j.attempt_count, 'at', $7, "
+			"'code', $3, 'message', $4, 'retryable', $5, 'owner', j.lease_owner)",
+			"$8") " "
+		"FROM jobqueue.queues q "
+		"WHERE q.queue_name = j.queue_name AND j.id = $1 AND j.lease_token = $2 "
+		"  AND j.status = 'running' AND j.lease_expires_at > $7 "
+		"RETURNING j.status, j.queue_name",
+		8, {INT8OID, INT8OID, TEXTOID, TEXTOID, BOOLOID, INTERVALOID, TIMESTAMPTZOID, INT4OID}
+	},
+	/*
+	 * JQ_PLAN_HEARTBEAT: $1 id, $2 token, $3 extend, $4 now.  Never past
+	 * started_at + max_runtime; no row when the lease is lost or the runtime
+	 * used up.
+	 */
+	[JQ_PLAN_HEARTBEAT] = {
+		"UPDATE jobqueue.jobs j SET lease_expires_at = LEAST("
+		"    $4 + COALESCE($3, q.lease_duration), "
+		"    j.started_at + q.max_runtime) "
+		"FROM jobqueue.queues q "
+		"WHERE q.queue_name = j.queue_name AND j.id = $1 AND j.lease_token = $2 "
+		"  AND j.status = 'running' AND j.lease_expires_at > $4 "
+		"  AND j.started_at + q.max_runtime > $4 "
+		"RETURNING j.lease_expires_at, j.queue_name",
+		4, {INT8OID, INT8OID, INTERVALOID, TIMESTAMPTZOID}
+	},
+	/*
+	 * JQ_PLAN_RELEASE: $1 id, $2 token, $3 delay, $4 now.  The attempt is
+	 * given back, the token stays incremented so the old holder is fenced.
+	 */
+	[JQ_PLAN_RELEASE] = {
+		"UPDATE jobqueue.jobs j SET status = 'pending', "
+		"  attempt_count = j.attempt_count - 1, available_at = $4 + $3, "
+		"  lease_owner = NULL, lease_expires_at = NULL, started_at = NULL "
+		"WHERE j.id = $1 AND j.lease_token = $2 AND j.status = 'running' "
+		"  AND j.lease_expires_at > $4 "
+		"RETURNING j.queue_name, j.available_at <= $4 AND "
+		"  (SELECT q.notify FROM jobqueue.queues q WHERE q.queue_name = j.queue_name)",
+		4, {INT8OID, INT8OID, INTERVALOID, TIMESTAMPTZOID}
+	},
+	/* JQ_PLAN_CANCEL: $1 id, $2 now */
+	[JQ_PLAN_CANCEL] = {
+		"UPDATE jobqueue.jobs j SET status = 'cancelled', finished_at = $2, "
+		"  lease_expires_at = NULL "
+		"WHERE j.id = $1 AND j.status IN ('pending', 'running') "
+		"RETURNING j.queue_name",
+		2, {INT8OID, TIMESTAMPTZOID}
+	},
+	/*
+	 * JQ_PLAN_RETRY: $1 id, $2 run_at, $3 now, $4 user, $5 history length.
+	 * The replay is recorded in the history, which is otherwise kept.
+	 */
+	[JQ_PLAN_RETRY] = {
+		"UPDATE jobqueue.jobs j SET status = 'pending', attempt_count = 0, "
+		"  available_at = COALESCE($2, $3), finished_at = NULL, "
+		"  started_at = NULL, lease_owner = NULL, lease_expires_at = NULL, "
+		"  errors = " JQ_APPEND_ERROR_SQL(
+			"pg_catalog.jsonb_build_object('event', 'replay', 'at', $3, "
+			"'by', $4, 'previous_status', j.status)",
+			"$5") " "
+		"WHERE j.id = $1 AND j.status IN ('dead', 'cancelled') "
+		"RETURNING j.queue_name, j.available_at <= $3 AND "
+		"  (SELECT q.notify FROM jobqueue.queues q WHERE q.queue_name = j.queue_name)",
+		5, {INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, INT4OID}
+	},
+	/*
+	 * JQ_PLAN_RETRY_DEAD: $1 queue, $2 error code or NULL, $3 max jobs, $4
+	 * now, $5 user, $6 history length.  Oldest dead jobs first.
+	 */
+	[JQ_PLAN_RETRY_DEAD] = {
+		"WITH c AS (SELECT j.id FROM jobqueue.jobs j "
+		"           WHERE j.queue_name = $1 AND j.status = 'dead' "
+		"             AND ($2::text IS NULL OR j.last_error_code = $2) "
+		"           ORDER BY j.finished_at, j.id LIMIT $3 "
+		"           FOR UPDATE OF j SKIP LOCKED) "
+		"UPDATE jobqueue.jobs j SET status = 'pending', attempt_count = 0, "
+		"  available_at = $4, finished_at = NULL, started_at = NULL, "
+		"  lease_owner = NULL, lease_expires_at = NULL, "
+		"  errors = " JQ_APPEND_ERROR_SQL(
+			"pg_catalog.jsonb_build_object('event', 'replay', 'at', $4, "
+			"'by', $5, 'previous_status', j.status)",
+			"$6") " "
+		"FROM c WHERE j.id = c.id",
+		6, {TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID, TEXTOID, INT4OID}
+	},
+	/*
+	 * JQ_PLAN_REAP: $1 max jobs, $2 now, $3 history length.
+	 *
+	 * Expired leases, oldest first, skipping rows a worker is completing
+	 * right now.  The queue is outer-joined so that a job whose queue row is
+	 * missing is still reaped (with the default backoff) instead of filling
+	 * every batch forever.
+	 */
+	[JQ_PLAN_REAP] = {
+		"WITH c AS (SELECT j.id, q.backoff_base, q.backoff_max FROM jobqueue.jobs j "
+		"             LEFT JOIN jobqueue.queues q ON q.queue_name = j.queue_name "
+		"           WHERE j.status = 'running' AND j.lease_expires_at <= $2 "
+		"           ORDER BY j.lease_expires_at LIMIT $1 "
+		"           FOR UPDATE OF j SKIP LOCKED) "
+		"UPDATE jobqueue.jobs j SET "
+		"  status = CASE WHEN j.attempt_count >= j.max_attempts "
+		"           THEN 'dead' ELSE 'pending' END::jobqueue.job_status, "
+		"  available_at = CASE WHEN j.attempt_count >= j.max_attempts "
+		"           THEN j.available_at ELSE $2 + "
+		JQ_BACKOFF_SQL("COALESCE(c.backoff_base, interval '10 seconds')",
+					   "COALESCE(c.backoff_max, interval '1 hour')",
+					   "j.attempt_count") " END, "
+		"  finished_at = CASE WHEN j.attempt_count >= j.max_attempts "
+		"           THEN $2 ELSE NULL END, "
+		"  lease_owner = NULL, lease_expires_at = NULL, "
+		"  last_error_code = '" JQ_LEASE_EXPIRED_CODE "', "
+		"  errors = " JQ_APPEND_ERROR_SQL(
+			"pg_catalog.jsonb_build_object('attempt', j.attempt_count, 'at', $2, "
+			"'code', '" JQ_LEASE_EXPIRED_CODE "', "
+			"'message', 'lease expired at ' || j.lease_expires_at::text, "
+			"'retryable', true, 'owner', j.lease_owner)",
+			"$3") " "
+		"FROM c WHERE j.id = c.id "
+		"RETURNING j.queue_name, j.status = 'pending' AND j.available_at <= $2",
+		3, {INT4OID, TIMESTAMPTZOID, INT4OID}
+	},
+	/*
+	 * JQ_PLAN_PURGE: $1 queue, $2 older_than or NULL (the queue's
+	 * retention), $3 max jobs, $4 now.
+	 */
+	[JQ_PLAN_PURGE] = {
+		"WITH c AS (SELECT j.id FROM jobqueue.jobs j, jobqueue.queues q "
+		"           WHERE q.queue_name = $1 AND j.queue_name = $1 "
+		"             AND j.status IN ('succeeded', 'cancelled') "
+		"             AND j.finished_at < $4 - COALESCE($2, q.retention) "
+		"           ORDER BY j.finished_at LIMIT $3 "
+		"           FOR UPDATE OF j SKIP LOCKED) "
+		"DELETE FROM jobqueue.jobs j USING c WHERE j.id = c.id",
+		4, {TEXTOID, INTERVALOID, INT4OID, TIMESTAMPTZOID}
+	},
+	/* JQ_PLAN_QUEUE_NAMES: every queue, for the worker's purge pass */
+	[JQ_PLAN_QUEUE_NAMES] = {
+		"SELECT q.queue_name FROM jobqueue.queues q ORDER BY q.queue_name",
+		0, {InvalidOid}
+	},
+};
+
+static SPIPlanPtr plans[JQ_NUM_PLANS];
+
+/*
+ * Return the prepared statement id, preparing and keeping it on first use.
+ * Must be called while connected to SPI.
+ */
+SPIPlanPtr
+jq_plan(JqPlanId id)
+{
+	SPIPlanPtr	plan;
+
+	Assert(id >= 0 && id < JQ_NUM_PLANS);
+	if (plans[id] != NULL)
+		return plans[id];
+
+	plan = SPI_prepare(plan_specs[id].sql, plan_specs[id].nargs,
+					   (Oid *) plan_specs[id].argtypes);
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed for jobqueue statement %d: %s",
+			 (int) id, SPI_result_code_string(SPI_result));
+	if (SPI_keepplan(plan) != 0)
+		elog(ERROR, "SPI_keepplan failed for jobqueue statement %d", (int) id);
+	plans[id] = plan;
+	return plan;
+}
+
+/* The text of statement id, for EXPLAIN. */
+const char *
+jq_plan_sql(JqPlanId id)
+{
+	Assert(id >= 0 && id < JQ_NUM_PLANS);
+	return plan_specs[id].sql;
+}
+
+void
+jq_spi_connect(void)
+{
+	int			rc = SPI_connect();
+
+	if (rc != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(rc));
+}
+
+void
+jq_spi_finish(void)
+{
+	int			rc = SPI_finish();
+
+	if (rc != SPI_OK_FINISH)
+		elog(ERROR, "SPI_finish failed: %s", SPI_result_code_string(rc));
+}
