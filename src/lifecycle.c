@@ -170,12 +170,22 @@ jq_enqueue(PG_FUNCTION_ARGS)
 	else
 	{
 		jq_require_queue(queue_name);
+
+		/*
+		 * Without a key, no row means the INSERT did not see the queue,
+		 * which was created concurrently after the statement began.
+		 */
+		if (nulls[5] == JQ_ISNULL)
+			jq_raise_unknown_queue(queue_name);
+
 		/* the queue exists, so the key did: return the job that holds it */
-		Assert(nulls[5] == JQ_NOTNULL);
 		values[1] = values[5];
 		jq_execute(JQ_PLAN_ENQUEUE_EXISTING, values, NULL, SPI_OK_SELECT);
 		if (SPI_processed != 1)
-			elog(ERROR, "job with idempotency key vanished during enqueue");
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("could not enqueue job: the job with this idempotency key was deleted concurrently"),
+					 errhint("Retry the transaction.")));
 		job_id = DatumGetInt64(jq_result(0, 1));
 	}
 	jq_spi_finish();
