@@ -13,6 +13,7 @@
 #include "jobqueue.h"
 
 #include "catalog/pg_type.h"
+#include "commands/prepare.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
@@ -341,34 +342,49 @@ jq_retry_dead(PG_FUNCTION_ARGS)
 /*
  * jq_explain_claim(queue_name, n) returns setof text
  *
- * EXPLAIN (COSTS OFF) of the very statement jq_claim runs, with these
- * parameters.  Nothing is claimed: EXPLAIN without ANALYZE does not execute.
+ * EXPLAIN (COSTS OFF) of the generic plan of the very statement jq_claim
+ * runs, as jq_claim's kept plan would be built in this session.  Nothing is
+ * claimed: EXPLAIN without ANALYZE does not execute.  A prepared statement
+ * with plan_cache_mode = force_generic_plan shows the generic plan; the
+ * setting is undone when the function returns (its SET clause opens a GUC
+ * nesting level).
  */
 Datum
 jq_explain_claim(PG_FUNCTION_ARGS)
 {
 	char	   *queue_name = jq_arg_queue_name(fcinfo, 0);
 	int32		n = jq_arg_positive_int4(fcinfo, 1, "n");
-	Oid			argtypes[5] = {TEXTOID, INT4OID, TEXTOID, INTERVALOID, TIMESTAMPTZOID};
-	Datum		values[5];
-	char		nulls[5] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_ISNULL, JQ_NOTNULL};
 	TupleDesc	tupdesc;
 	Tuplestorestate *tupstore;
-	char	   *sql;
 	uint64		i;
-
-	values[0] = CStringGetTextDatum(queue_name);
-	values[1] = Int32GetDatum(n);
-	values[2] = CStringGetTextDatum("explain");
-	values[3] = (Datum) 0;
-	values[4] = TimestampTzGetDatum(GetCurrentTimestamp());
-	sql = psprintf("EXPLAIN (COSTS OFF) %s", jq_plan_sql(JQ_PLAN_CLAIM));
 
 	tupstore = jq_srf_init(fcinfo, &tupdesc);
 
 	jq_spi_connect();
 	jq_require_queue(queue_name);
-	jq_execute_once(sql, 5, argtypes, values, nulls, SPI_OK_UTILITY);
+
+	/* prepared statements outlive transactions: drop a leftover first */
+	DropPreparedStatement("jobqueue_explain_claim", false);
+	jq_execute_once(psprintf("PREPARE jobqueue_explain_claim"
+							 "(text, int4, text, interval, timestamptz) AS %s",
+							 jq_plan_sql(JQ_PLAN_CLAIM)),
+					0, NULL, NULL, NULL, SPI_OK_UTILITY);
+	PG_TRY();
+	{
+		jq_execute_once("SET LOCAL plan_cache_mode = force_generic_plan",
+						0, NULL, NULL, NULL, SPI_OK_UTILITY);
+		/* the queue name was validated: letters, digits and _-.: only */
+		jq_execute_once(psprintf("EXPLAIN (COSTS OFF) EXECUTE jobqueue_explain_claim"
+								 "(%s, %d, 'explain', NULL, pg_catalog.now())",
+								 quote_literal_cstr(queue_name), n),
+						0, NULL, NULL, NULL, SPI_OK_UTILITY);
+	}
+	PG_FINALLY();
+	{
+		DropPreparedStatement("jobqueue_explain_claim", false);
+	}
+	PG_END_TRY();
+
 	for (i = 0; i < SPI_processed; i++)
 	{
 		Datum		line = jq_result(i, 1);

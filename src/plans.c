@@ -9,6 +9,13 @@
  * plan cache re-plans by itself when the tables change (for instance after
  * DROP and CREATE EXTENSION).
  *
+ * The plans are generic (CURSOR_OPT_GENERIC_PLAN): without that, the plan
+ * cache would keep building custom plans, because a generic plan's LIMIT $n
+ * is costed as 10 % of the rows.  The statements are written so that the
+ * generic plan is the right one at any table size: batches are joined back
+ * to the table with "id = ANY (ARRAY(SELECT ...))", an index probe per row,
+ * never a merge or hash join over the whole table.
+ *
  * Rules for the statements: every object is schema-qualified (tables in
  * jobqueue, functions in pg_catalog); every value a caller supplies is a
  * parameter, never part of the text.  The SQL functions also run with
@@ -119,7 +126,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"        lease_token = j.lease_token + 1, started_at = $5, "
 		"        lease_expires_at = $5 + LEAST("
 		"          COALESCE($4, q.lease_duration), q.max_runtime) "
-		"      FROM c, q WHERE j.id = c.id "
+		"      FROM q WHERE j.id = ANY (ARRAY(SELECT c.id FROM c)) "
 		"      RETURNING j.id, j.payload, j.attempt_count, j.lease_token, "
 		"                j.lease_expires_at, j.priority, j.available_at) "
 		"SELECT u.id, u.payload, u.attempt_count, u.lease_token, u.lease_expires_at "
@@ -246,20 +253,19 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 			"pg_catalog.jsonb_build_object('event', 'replay', 'at', $4, "
 			"'by', $5, 'previous_status', j.status)",
 			"$6") " "
-		"FROM c WHERE j.id = c.id",
+		"WHERE j.id = ANY (ARRAY(SELECT c.id FROM c))",
 		6, {TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID, TEXTOID, INT4OID}
 	},
 	/*
 	 * JQ_PLAN_REAP: $1 max jobs, $2 now, $3 history length.
 	 *
 	 * Expired leases, oldest first, skipping rows a worker is completing
-	 * right now.  The queue is outer-joined so that a job whose queue row is
-	 * missing is still reaped (with the default backoff) instead of filling
-	 * every batch forever.
+	 * right now.  The queue's backoff is looked up per job with a default,
+	 * so that a job whose queue row is missing is still reaped instead of
+	 * filling every batch forever.
 	 */
 	[JQ_PLAN_REAP] = {
-		"WITH c AS (SELECT j.id, q.backoff_base, q.backoff_max FROM jobqueue.jobs j "
-		"             LEFT JOIN jobqueue.queues q ON q.queue_name = j.queue_name "
+		"WITH c AS (SELECT j.id FROM jobqueue.jobs j "
 		"           WHERE j.status = 'running' AND j.lease_expires_at <= $2 "
 		"           ORDER BY j.lease_expires_at LIMIT $1 "
 		"           FOR UPDATE OF j SKIP LOCKED) "
@@ -268,8 +274,10 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"           THEN 'dead' ELSE 'pending' END::jobqueue.job_status, "
 		"  available_at = CASE WHEN j.attempt_count >= j.max_attempts "
 		"           THEN j.available_at ELSE $2 + "
-		JQ_BACKOFF_SQL("COALESCE(c.backoff_base, interval '10 seconds')",
-					   "COALESCE(c.backoff_max, interval '1 hour')",
+		JQ_BACKOFF_SQL("COALESCE((SELECT q.backoff_base FROM jobqueue.queues q "
+					   "WHERE q.queue_name = j.queue_name), interval '10 seconds')",
+					   "COALESCE((SELECT q.backoff_max FROM jobqueue.queues q "
+					   "WHERE q.queue_name = j.queue_name), interval '1 hour')",
 					   "j.attempt_count") " END, "
 		"  finished_at = CASE WHEN j.attempt_count >= j.max_attempts "
 		"           THEN $2 ELSE NULL END, "
@@ -281,7 +289,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 			"'message', 'lease expired at ' || j.lease_expires_at::text, "
 			"'retryable', true, 'owner', j.lease_owner)",
 			"$3") " "
-		"FROM c WHERE j.id = c.id "
+		"WHERE j.id = ANY (ARRAY(SELECT c.id FROM c)) "
 		"RETURNING j.queue_name, j.status = 'pending' AND j.available_at <= $2",
 		3, {INT4OID, TIMESTAMPTZOID, INT4OID}
 	},
@@ -296,7 +304,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"             AND j.finished_at < $4 - COALESCE($2, q.retention) "
 		"           ORDER BY j.finished_at LIMIT $3 "
 		"           FOR UPDATE OF j SKIP LOCKED) "
-		"DELETE FROM jobqueue.jobs j USING c WHERE j.id = c.id",
+		"DELETE FROM jobqueue.jobs j WHERE j.id = ANY (ARRAY(SELECT c.id FROM c))",
 		4, {TEXTOID, INTERVALOID, INT4OID, TIMESTAMPTZOID}
 	},
 	/* JQ_PLAN_QUEUE_NAMES: every queue, for the worker's purge pass */
@@ -321,8 +329,9 @@ jq_plan(JqPlanId id)
 	if (plans[id] != NULL)
 		return plans[id];
 
-	plan = SPI_prepare(plan_specs[id].sql, plan_specs[id].nargs,
-					   (Oid *) plan_specs[id].argtypes);
+	plan = SPI_prepare_cursor(plan_specs[id].sql, plan_specs[id].nargs,
+							  (Oid *) plan_specs[id].argtypes,
+							  CURSOR_OPT_GENERIC_PLAN);
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed for jobqueue statement %d: %s",
 			 (int) id, SPI_result_code_string(SPI_result));
