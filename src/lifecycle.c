@@ -243,9 +243,7 @@ jq_enqueue_many(PG_FUNCTION_ARGS)
 
 	jq_spi_connect();
 	jq_execute(JQ_PLAN_ENQUEUE_MANY, values, nulls, SPI_OK_INSERT_RETURNING);
-	if (SPI_processed == 0)
-		jq_require_queue(queue_name);
-	else
+	if (SPI_processed > 0)
 		notify = jq_result_bool(0, 2);
 	for (i = 0; i < SPI_processed; i++)
 	{
@@ -254,6 +252,9 @@ jq_enqueue_many(PG_FUNCTION_ARGS)
 
 		tuplestore_putvalues(tupstore, tupdesc, &id, &id_null);
 	}
+	/* only after the loop: this lookup replaces SPI_tuptable */
+	if (SPI_processed == 0)
+		jq_require_queue(queue_name);
 	jq_spi_finish();
 
 	if (notify)
@@ -303,8 +304,6 @@ jq_claim(PG_FUNCTION_ARGS)
 
 	jq_spi_connect();
 	jq_execute(JQ_PLAN_CLAIM, values, nulls, SPI_OK_SELECT);
-	if (SPI_processed == 0)
-		jq_require_queue(queue_name);
 	for (i = 0; i < SPI_processed; i++)
 	{
 		Datum		row[5];
@@ -314,6 +313,9 @@ jq_claim(PG_FUNCTION_ARGS)
 						  row, rownulls);
 		tuplestore_putvalues(tupstore, tupdesc, row, rownulls);
 	}
+	/* only after the loop: this lookup replaces SPI_tuptable */
+	if (SPI_processed == 0)
+		jq_require_queue(queue_name);
 	jq_spi_finish();
 
 	return (Datum) 0;
