@@ -12,6 +12,8 @@
  */
 #include "jobqueue.h"
 
+#include <math.h>
+
 #include "access/detoast.h"
 #include "catalog/pg_type.h"
 #include "mb/pg_wchar.h"
@@ -19,8 +21,12 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-/* Longest interval we accept for any policy or delay: 100 years. */
-#define JQ_MAX_INTERVAL_USECS	(100.0 * DAYS_PER_YEAR * USECS_PER_DAY)
+/*
+ * Longest interval we accept for any policy or delay: interval '100 years',
+ * measured as interval comparison does (30-day months), so that the check
+ * agrees with "iv <= interval '100 years'".
+ */
+#define JQ_MAX_INTERVAL_USECS	(100.0 * MONTHS_PER_YEAR * DAYS_PER_MONTH * USECS_PER_DAY)
 
 static void
 jq_check_not_null(FunctionCallInfo fcinfo, int argno, const char *what)
@@ -75,8 +81,15 @@ jq_arg_queue_name(FunctionCallInfo fcinfo, int argno)
 
 	jq_check_not_null(fcinfo, argno, "queue name");
 	t = PG_GETARG_TEXT_PP(argno);
-	/* cheap length check first, so that a huge argument is not copied */
-	if (VARSIZE_ANY_EXHDR(t) > JQ_QUEUE_NAME_MAXLEN)
+
+	/*
+	 * Cheap length check first, so that a huge argument is not copied.  A
+	 * name of at most 128 characters that is longer in bytes has non-ASCII
+	 * characters: let jq_check_queue_name say that, not "too long".
+	 */
+	if (VARSIZE_ANY_EXHDR(t) > JQ_QUEUE_NAME_MAXLEN &&
+		(VARSIZE_ANY_EXHDR(t) > JQ_QUEUE_NAME_MAXLEN * pg_database_encoding_max_length() ||
+		 pg_mbstrlen_with_len(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t)) > JQ_QUEUE_NAME_MAXLEN))
 		ereport(ERROR,
 				(errcode(ERRCODE_NAME_TOO_LONG),
 				 errmsg("queue name is too long"),
@@ -167,6 +180,19 @@ jq_check_interval(Interval *iv, const char *what, bool allow_zero)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s must not exceed 100 years", what)));
+
+	/*
+	 * Each field on its own, too: with fields of opposite signs a small
+	 * total can hide millions of years of months, and adding the interval to
+	 * a timestamp would then leave the timestamp range.
+	 */
+	if (fabs((double) iv->month * DAYS_PER_MONTH * USECS_PER_DAY) > JQ_MAX_INTERVAL_USECS ||
+		fabs((double) iv->day * USECS_PER_DAY) > JQ_MAX_INTERVAL_USECS ||
+		fabs((double) iv->time) > JQ_MAX_INTERVAL_USECS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must not exceed 100 years", what),
+				 errdetail("Each of its months, days and time fields must be within 100 years.")));
 }
 
 /* An interval argument; NULL is returned as NULL when allow_null. */
@@ -212,7 +238,13 @@ jq_arg_timestamptz(FunctionCallInfo fcinfo, int argno, const char *what,
 void
 jq_check_payload(Datum payload)
 {
-	Size		size = toast_raw_datum_size(payload) - VARHDRSZ;
+	Size		size;
+
+	/* a short header (array elements, small values) is 1 byte, not 4 */
+	if (VARATT_IS_SHORT(DatumGetPointer(payload)))
+		size = VARSIZE_SHORT(DatumGetPointer(payload)) - VARHDRSZ_SHORT;
+	else
+		size = toast_raw_datum_size(payload) - VARHDRSZ;
 
 	if (size > (Size) jq_max_payload_size)
 		ereport(ERROR,
