@@ -13,8 +13,10 @@ DATA = $(sort $(wildcard sql/$(EXTENSION)--*.sql))
 
 # Behaviour and error paths (pg_regress): inputs in sql/, outputs in expected/.
 REGRESS = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/[0-9]*.sql)))
+# UTF8 and the C locale, whatever the machine's: error messages are cut on
+# UTF-8 character boundaries, and text sorts the same everywhere.
 REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=test/regress.conf \
-	--load-extension=$(EXTENSION)
+	--load-extension=$(EXTENSION) --encoding=UTF8 --no-locale
 
 # Concurrency (isolation tester): specs and outputs under test/isolation/.
 ISOLATION = $(patsubst test/isolation/specs/%.spec,%,$(sort $(wildcard test/isolation/specs/*.spec)))

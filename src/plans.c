@@ -145,11 +145,15 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"RETURNING j.queue_name",
 		3, {INT8OID, INT8OID, TIMESTAMPTZOID}
 	},
-	/* JQ_PLAN_COMPLETE_MANY: $1 ids, $2 tokens, $3 now; same rule per job */
+	/*
+	 * JQ_PLAN_COMPLETE_MANY: $1 ids, $2 tokens, $3 now; same rule per job.
+	 * The pairs come from ROWS FROM: the two-array unnest(a, b) is a
+	 * parser shorthand for it that exists only unqualified.
+	 */
 	[JQ_PLAN_COMPLETE_MANY] = {
 		"UPDATE jobqueue.jobs j SET status = 'succeeded', finished_at = $3, "
 		"  lease_expires_at = NULL "
-		"FROM pg_catalog.unnest($1, $2) AS t(id, token) "
+		"FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS t(id, token) "
 		"WHERE j.id = t.id AND j.lease_token = t.token AND j.status = 'running' "
 		"  AND j.lease_expires_at > $3 "
 		"RETURNING j.id, j.queue_name",
