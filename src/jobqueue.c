@@ -60,6 +60,16 @@ _PG_init(void)
 							PGC_USERSET, 0,
 							NULL, NULL, NULL);
 
+	/* background workers: their GUCs always, the rest only when preloaded */
+	jq_worker_guc_init();
+	if (process_shared_preload_libraries_in_progress)
+	{
+		jq_shmem_init();
+		jq_utility_init();
+		if (!IsBinaryUpgrade)
+			jq_launcher_register();
+	}
+
 #if PG_VERSION_NUM >= 150000
 	MarkGUCPrefixReserved("jobqueue");
 #else

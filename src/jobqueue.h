@@ -13,6 +13,10 @@
  *					callable from SQL and from the background worker
  *	  wakeup.c		the "queue has new work" hint (NOTIFY)
  *	  srf.c			materialized set-returning function helper
+ *	  shmem.c		shared state of the background workers
+ *	  launcher.c	the launcher: one worker per database with the extension
+ *	  worker.c		the per-database worker: reap, purge, wake listeners
+ *	  utility.c		keeps workers out of the way of DROP DATABASE and co.
  *
  *-------------------------------------------------------------------------
  */
@@ -26,6 +30,8 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "nodes/pg_list.h"
+#include "storage/latch.h"
+#include "storage/lwlock.h"
 #include "utils/tuplestore.h"
 
 /* NOTIFY channel of the wake-up hint; the payload is the queue name */
@@ -69,6 +75,8 @@ typedef enum JqPlanId
 	JQ_PLAN_REAP,
 	JQ_PLAN_PURGE,
 	JQ_PLAN_QUEUE_NAMES,
+	JQ_PLAN_READY_QUEUES,
+	JQ_PLAN_NOTIFY_QUEUES,
 	JQ_NUM_PLANS
 } JqPlanId;
 
@@ -124,5 +132,81 @@ extern int64 jq_reap_batch(int max_jobs, List **woken_queues,
 						   MemoryContext result_cxt);
 extern int64 jq_purge_batch(const char *queue_name, Interval *older_than,
 							int max_jobs);
+
+/*
+ * Background workers (shmem.c, launcher.c, worker.c, utility.c; the
+ * process model is described in src/README.md).  All of this exists only
+ * when the library is in shared_preload_libraries; jq_shared is NULL
+ * otherwise.
+ */
+typedef enum JqWorkerState
+{
+	JQ_WORKER_NONE,				/* no worker; the launcher starts one when due */
+	JQ_WORKER_STARTING,			/* registered, or attached and checking */
+	JQ_WORKER_RUNNING,			/* the extension is there; ticking */
+	JQ_WORKER_NO_EXTENSION,		/* exited: the extension is not installed */
+	JQ_WORKER_STOPPED,			/* exited on request (DDL, disabled) */
+	JQ_WORKER_EXITED			/* exited unexpectedly (error, terminated) */
+} JqWorkerState;
+
+#define JQ_MAX_MARKS		32
+/* delay before a worker that exited unexpectedly is started again, in ms */
+#define JQ_WORKER_RESTART_DELAY 2000
+#define JQ_LAST_ERROR_LEN	256
+
+typedef struct JqWorkerSlot
+{
+	Oid			dboid;			/* InvalidOid: free slot */
+	JqWorkerState state;
+	pid_t		pid;			/* attached worker, 0 if none */
+	Latch	   *latch;			/* its latch, NULL if none */
+	bool		stop_requested; /* the worker must exit at once */
+	TimestampTz next_start;		/* no worker is started before this */
+	TimestampTz hold_until;		/* DDL on the database: no worker before */
+	TimestampTz started_at;
+	TimestampTz last_tick;		/* start time of the last complete tick */
+	uint64		reaped;
+	uint64		purged;
+	uint64		notified;
+	TimestampTz last_error_at;
+	char		last_error[JQ_LAST_ERROR_LEN];
+	/* queues that committed transactions marked as having new work */
+	int			nmarks;
+	bool		marks_overflow; /* more than JQ_MAX_MARKS: wake every queue */
+	char		marks[JQ_MAX_MARKS][JQ_QUEUE_NAME_MAXLEN + 1];
+} JqWorkerSlot;
+
+typedef struct JqShared
+{
+	LWLock	   *lock;			/* protects everything below */
+	pid_t		launcher_pid;
+	Latch	   *launcher_latch;
+	bool		rescan_requested;	/* the launcher should scan pg_database */
+	int			nslots;
+	JqWorkerSlot slots[FLEXIBLE_ARRAY_MEMBER];
+} JqShared;
+
+extern JqShared *jq_shared;
+
+/* GUCs of the workers (worker.c) */
+extern bool jq_worker_enabled;
+extern char *jq_worker_databases;
+extern int	jq_launcher_interval;
+extern int	jq_reap_interval;
+extern int	jq_reap_batch_size;
+extern int	jq_purge_batch_size;
+
+extern void jq_worker_guc_init(void);
+extern bool jq_database_wanted(const char *dbname);
+extern void jq_shmem_init(void);
+extern JqWorkerSlot *jq_slot_find(Oid dboid);
+extern JqWorkerSlot *jq_slot_get(Oid dboid);
+extern bool jq_worker_running(Oid dboid);
+extern void jq_mark_queues(Oid dboid, List *names);
+extern void jq_launcher_wake(bool rescan);
+extern void jq_launcher_register(void);
+extern void jq_utility_init(void);
+extern PGDLLEXPORT void jq_launcher_main(Datum main_arg);
+extern PGDLLEXPORT void jq_worker_main(Datum main_arg);
 
 #endif							/* JOBQUEUE_H */

@@ -316,6 +316,42 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"SELECT q.queue_name FROM jobqueue.queues q ORDER BY q.queue_name",
 		0, {InvalidOid}
 	},
+	/*
+	 * JQ_PLAN_READY_QUEUES: $1 after, $2 up to.  The queues (with
+	 * notifications on, not paused) in which a pending job's available_at
+	 * passed in ($1, $2]: delayed and backed-off jobs that just became ready.
+	 *
+	 * Cheap at any backlog: available_at is the third column of the claim
+	 * index, after priority, so instead of reading every pending job of a
+	 * queue the recursive part skips from one distinct priority to the next
+	 * (one index probe each) and the range test is one probe per priority.
+	 */
+	[JQ_PLAN_READY_QUEUES] = {
+		"SELECT q.queue_name FROM jobqueue.queues q "
+		"WHERE q.notify AND NOT q.paused AND EXISTS ("
+		"  WITH RECURSIVE p(priority) AS ("
+		"    (SELECT j.priority FROM jobqueue.jobs j "
+		"     WHERE j.queue_name = q.queue_name AND j.status = 'pending' "
+		"     ORDER BY j.priority DESC LIMIT 1) "
+		"    UNION ALL "
+		"    SELECT (SELECT j.priority FROM jobqueue.jobs j "
+		"            WHERE j.queue_name = q.queue_name AND j.status = 'pending' "
+		"              AND j.priority < p.priority "
+		"            ORDER BY j.priority DESC LIMIT 1) "
+		"    FROM p WHERE p.priority IS NOT NULL) "
+		"  SELECT FROM p WHERE EXISTS ("
+		"    SELECT FROM jobqueue.jobs j "
+		"    WHERE j.queue_name = q.queue_name AND j.status = 'pending' "
+		"      AND j.priority = p.priority "
+		"      AND j.available_at > $1 AND j.available_at <= $2))",
+		2, {TIMESTAMPTZOID, TIMESTAMPTZOID}
+	},
+	/* JQ_PLAN_NOTIFY_QUEUES: queues whose listeners are woken */
+	[JQ_PLAN_NOTIFY_QUEUES] = {
+		"SELECT q.queue_name FROM jobqueue.queues q "
+		"WHERE q.notify AND NOT q.paused ORDER BY q.queue_name",
+		0, {InvalidOid}
+	},
 };
 
 static SPIPlanPtr plans[JQ_NUM_PLANS];
