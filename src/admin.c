@@ -288,6 +288,9 @@ jq_retry(PG_FUNCTION_ARGS)
 	jq_spi_connect();
 	jq_execute(JQ_PLAN_RETRY, values, nulls, SPI_OK_UPDATE_RETURNING);
 	replayed = (SPI_processed == 1);
+	if (replayed)
+		jq_count(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1),
+				 JQ_CTR_REPLAYED, 1);
 	if (replayed && jq_result_bool(0, 2))
 	{
 		ready = true;
@@ -331,6 +334,7 @@ jq_retry_dead(PG_FUNCTION_ARGS)
 	jq_require_queue(queue_name);
 	jq_execute(JQ_PLAN_RETRY_DEAD, values, nulls, SPI_OK_UPDATE);
 	count = SPI_processed;
+	jq_count(queue_name, JQ_CTR_REPLAYED, (int64) count);
 	jq_spi_finish();
 
 	if (count > 0)

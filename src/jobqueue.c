@@ -60,6 +60,9 @@ _PG_init(void)
 							PGC_USERSET, 0,
 							NULL, NULL, NULL);
 
+	/* event counters: their GUCs, and shared memory when preloaded */
+	jq_counters_init();
+
 	/* background workers: their GUCs always, the rest only when preloaded */
 	jq_worker_guc_init();
 	if (process_shared_preload_libraries_in_progress)

@@ -17,6 +17,7 @@
  *	  launcher.c	the launcher: one worker per database with the extension
  *	  worker.c		the per-database worker: reap, purge, wake listeners
  *	  utility.c		keeps workers out of the way of DROP DATABASE and co.
+ *	  counters.c	event counters per (database, queue) in shared memory
  *
  *-------------------------------------------------------------------------
  */
@@ -30,6 +31,7 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "nodes/pg_list.h"
+#include "portability/instr_time.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "utils/tuplestore.h"
@@ -77,6 +79,7 @@ typedef enum JqPlanId
 	JQ_PLAN_QUEUE_NAMES,
 	JQ_PLAN_READY_QUEUES,
 	JQ_PLAN_NOTIFY_QUEUES,
+	JQ_PLAN_JOB_QUEUES,
 	JQ_NUM_PLANS
 } JqPlanId;
 
@@ -132,6 +135,43 @@ extern int64 jq_reap_batch(int max_jobs, List **woken_queues,
 						   MemoryContext result_cxt);
 extern int64 jq_purge_batch(const char *queue_name, Interval *older_than,
 							int max_jobs);
+
+/*
+ * Event counters (counters.c).  The events are counted per queue when the
+ * transaction commits; the calls (and their time) in any case.  The order is
+ * the column order of jq_counters().
+ */
+typedef enum JqCounter
+{
+	JQ_CTR_ENQUEUED,
+	JQ_CTR_CLAIMED,
+	JQ_CTR_COMPLETED,
+	JQ_CTR_COMPLETE_FENCED,
+	JQ_CTR_HEARTBEAT_REFUSED,
+	JQ_CTR_FAILED_RETRYABLE,
+	JQ_CTR_FAILED_PERMANENT,
+	JQ_CTR_RETRIES_SCHEDULED,
+	JQ_CTR_LEASES_EXPIRED,
+	JQ_CTR_DEAD_LETTERED,
+	JQ_CTR_REPLAYED,
+	JQ_CTR_PURGED,
+	JQ_CTR_CLAIM_CALLS,
+	JQ_CTR_COMPLETE_CALLS,
+	JQ_NUM_COUNTERS
+} JqCounter;
+
+extern bool jq_track_counters;
+extern int	jq_max_counter_queues;
+extern void jq_counters_init(void);
+extern bool jq_counting(void);
+extern void jq_count(const char *queue_name, JqCounter c, int64 n);
+extern void jq_count_start(instr_time *start);
+extern void jq_count_call(const char *queue_name, JqCounter calls,
+						  instr_time *start);
+extern char *jq_count_fenced(const int64 *ids, int nids, int64 nfenced,
+							 JqCounter c);
+extern void jq_count_completions(const int64 *ids, int nids, int idcol,
+								 int qcol, instr_time *start);
 
 /*
  * Background workers (shmem.c, launcher.c, worker.c, utility.c; the

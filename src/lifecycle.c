@@ -166,6 +166,7 @@ jq_enqueue(PG_FUNCTION_ARGS)
 	{
 		job_id = DatumGetInt64(jq_result(0, 1));
 		notify = jq_result_bool(0, 2);
+		jq_count(queue_name, JQ_CTR_ENQUEUED, 1);
 	}
 	else
 	{
@@ -245,6 +246,7 @@ jq_enqueue_many(PG_FUNCTION_ARGS)
 	jq_execute(JQ_PLAN_ENQUEUE_MANY, values, nulls, SPI_OK_INSERT_RETURNING);
 	if (SPI_processed > 0)
 		notify = jq_result_bool(0, 2);
+	jq_count(queue_name, JQ_CTR_ENQUEUED, (int64) SPI_processed);
 	for (i = 0; i < SPI_processed; i++)
 	{
 		Datum		id = jq_result(i, 1);
@@ -283,7 +285,9 @@ jq_claim(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	Tuplestorestate *tupstore;
 	uint64		i;
+	instr_time	start;
 
+	jq_count_start(&start);
 	if (n > jq_max_claim_batch)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -304,6 +308,7 @@ jq_claim(PG_FUNCTION_ARGS)
 
 	jq_spi_connect();
 	jq_execute(JQ_PLAN_CLAIM, values, nulls, SPI_OK_SELECT);
+	jq_count(queue_name, JQ_CTR_CLAIMED, (int64) SPI_processed);
 	for (i = 0; i < SPI_processed; i++)
 	{
 		Datum		row[5];
@@ -317,6 +322,7 @@ jq_claim(PG_FUNCTION_ARGS)
 	if (SPI_processed == 0)
 		jq_require_queue(queue_name);
 	jq_spi_finish();
+	jq_count_call(queue_name, JQ_CTR_CLAIM_CALLS, &start);
 
 	return (Datum) 0;
 }
@@ -332,14 +338,19 @@ jq_complete(PG_FUNCTION_ARGS)
 {
 	Datum		values[3];
 	bool		done;
+	int64		id;
+	instr_time	start;
 
-	values[0] = Int64GetDatum(jq_arg_int8(fcinfo, 0, "job id"));
+	jq_count_start(&start);
+	id = jq_arg_int8(fcinfo, 0, "job id");
+	values[0] = Int64GetDatum(id);
 	values[1] = Int64GetDatum(jq_arg_int8(fcinfo, 1, "token"));
 	values[2] = TimestampTzGetDatum(GetCurrentTimestamp());
 
 	jq_spi_connect();
 	jq_execute(JQ_PLAN_COMPLETE, values, NULL, SPI_OK_UPDATE_RETURNING);
 	done = (SPI_processed == 1);
+	jq_count_completions(&id, 1, 0, 1, &start);
 	jq_spi_finish();
 
 	PG_RETURN_BOOL(done);
@@ -362,7 +373,9 @@ jq_complete_many(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	Tuplestorestate *tupstore;
 	uint64		i;
+	instr_time	start;
 
+	jq_count_start(&start);
 	if (nids != ntokens)
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
@@ -385,6 +398,22 @@ jq_complete_many(PG_FUNCTION_ARGS)
 		bool		id_null = false;
 
 		tuplestore_putvalues(tupstore, tupdesc, &id, &id_null);
+	}
+	if (jq_counting())
+	{
+		Datum	   *elems;
+		bool	   *elem_nulls;
+		int			nelems;
+		int64	   *id_values = palloc(sizeof(int64) * nids);
+		int			k,
+					nvalues = 0;
+
+		deconstruct_array(ids, INT8OID, sizeof(int64), FLOAT8PASSBYVAL,
+						  TYPALIGN_DOUBLE, &elems, &elem_nulls, &nelems);
+		for (k = 0; k < nelems; k++)
+			if (!elem_nulls[k])
+				id_values[nvalues++] = DatumGetInt64(elems[k]);
+		jq_count_completions(id_values, nvalues, 1, 2, &start);
 	}
 	jq_spi_finish();
 
@@ -443,7 +472,18 @@ jq_fail(PG_FUNCTION_ARGS)
 	jq_execute(JQ_PLAN_FAIL, values, nulls, SPI_OK_UPDATE_RETURNING);
 	fenced = (SPI_processed == 0);
 	if (!fenced)
+	{
+		char	   *queue_name = SPI_getvalue(SPI_tuptable->vals[0],
+											  SPI_tuptable->tupdesc, 2);
+		char	   *new_status = SPI_getvalue(SPI_tuptable->vals[0],
+											  SPI_tuptable->tupdesc, 1);
+
 		status = jq_result(0, 1);	/* an enum: an OID, passed by value */
+		jq_count(queue_name, DatumGetBool(values[4]) ?
+				 JQ_CTR_FAILED_RETRYABLE : JQ_CTR_FAILED_PERMANENT, 1);
+		jq_count(queue_name, strcmp(new_status, "dead") == 0 ?
+				 JQ_CTR_DEAD_LETTERED : JQ_CTR_RETRIES_SCHEDULED, 1);
+	}
 	jq_spi_finish();
 
 	if (fenced)
@@ -466,8 +506,10 @@ jq_heartbeat(PG_FUNCTION_ARGS)
 	Interval   *extend;
 	Datum		expires = (Datum) 0;
 	bool		lost;
+	int64		id;
 
-	values[0] = Int64GetDatum(jq_arg_int8(fcinfo, 0, "job id"));
+	id = jq_arg_int8(fcinfo, 0, "job id");
+	values[0] = Int64GetDatum(id);
 	values[1] = Int64GetDatum(jq_arg_int8(fcinfo, 1, "token"));
 	extend = jq_arg_interval(fcinfo, 2, "extend", true, false);
 	values[2] = PointerGetDatum(extend);
@@ -480,6 +522,8 @@ jq_heartbeat(PG_FUNCTION_ARGS)
 	lost = (SPI_processed == 0);
 	if (!lost)
 		expires = jq_result(0, 1);	/* timestamptz: by value */
+	else
+		(void) jq_count_fenced(&id, 1, 1, JQ_CTR_HEARTBEAT_REFUSED);
 	jq_spi_finish();
 
 	if (lost)

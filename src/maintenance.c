@@ -45,6 +45,19 @@ jq_reap_batch(int max_jobs, List **woken_queues, MemoryContext result_cxt)
 	jq_execute(JQ_PLAN_REAP, values, NULL, SPI_OK_UPDATE_RETURNING);
 	reaped = SPI_processed;
 
+	if (jq_counting())
+	{
+		for (i = 0; i < reaped; i++)
+		{
+			char	   *queue_name = SPI_getvalue(SPI_tuptable->vals[i],
+												  SPI_tuptable->tupdesc, 1);
+
+			jq_count(queue_name, JQ_CTR_LEASES_EXPIRED, 1);
+			jq_count(queue_name, jq_result_bool(i, 3) ?
+					 JQ_CTR_DEAD_LETTERED : JQ_CTR_RETRIES_SCHEDULED, 1);
+		}
+	}
+
 	if (woken_queues != NULL)
 	{
 		for (i = 0; i < reaped; i++)
@@ -96,6 +109,7 @@ jq_purge_batch(const char *queue_name, Interval *older_than, int max_jobs)
 	values[3] = TimestampTzGetDatum(GetCurrentTimestamp());
 
 	jq_execute(JQ_PLAN_PURGE, values, nulls, SPI_OK_DELETE);
+	jq_count(queue_name, JQ_CTR_PURGED, (int64) SPI_processed);
 	return (int64) SPI_processed;
 }
 

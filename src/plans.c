@@ -294,7 +294,8 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 			"'retryable', true, 'owner', j.lease_owner)",
 			"$3") " "
 		"WHERE j.id = ANY (ARRAY(SELECT c.id FROM c)) "
-		"RETURNING j.queue_name, j.status = 'pending' AND j.available_at <= $2",
+		"RETURNING j.queue_name, j.status = 'pending' AND j.available_at <= $2, "
+		"  j.status = 'dead'",
 		3, {INT4OID, TIMESTAMPTZOID, INT4OID}
 	},
 	/*
@@ -351,6 +352,14 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"SELECT q.queue_name FROM jobqueue.queues q "
 		"WHERE q.notify AND NOT q.paused ORDER BY q.queue_name",
 		0, {InvalidOid}
+	},
+	/*
+	 * JQ_PLAN_JOB_QUEUES: $1 job ids.  The queues of jobs whose complete or
+	 * heartbeat was refused, for the event counters (a rare path).
+	 */
+	[JQ_PLAN_JOB_QUEUES] = {
+		"SELECT j.queue_name FROM jobqueue.jobs j WHERE j.id = ANY ($1)",
+		1, {INT8ARRAYOID}
 	},
 };
 

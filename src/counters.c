@@ -1,0 +1,687 @@
+/*-------------------------------------------------------------------------
+ *
+ * counters.c
+ *	  Cumulative event counters per (database, queue) in shared memory.
+ *
+ * What is counted: see JqCounter in jobqueue.h.  Counters live in a
+ * fixed-size shared hash table keyed by (database oid, queue name), sized by
+ * jobqueue.max_counter_queues, so they need shared_preload_libraries.
+ * Without it the SQL functions raise an error saying so, and the call sites
+ * on the hot path count nothing (jq_count is a no-op).
+ *
+ * Keeping the hot path cheap: a call only adds to a backend-local pending
+ * table (no lock, no shared cache line).  The pending counts are moved to
+ * shared memory once per transaction, at its end, by a transaction callback.
+ * So one autocommit jq_claim costs one shared LWLock acquisition and one
+ * spinlock on its queue's entry, like a statement in pg_stat_statements, and
+ * a transaction that claims and completes many jobs costs the same.
+ *
+ * Events (enqueued, claimed, completed ...) are counted only when the
+ * transaction commits: a rolled-back enqueue enqueued nothing.  Calls and
+ * times of jq_claim/jq_complete are counted either way, since the calls were
+ * made.  (A rolled-back subtransaction's events are still counted when the
+ * top transaction commits; savepoints around queue calls are rare.)
+ *
+ * Locking:
+ *	  JqCounterShared->lock (LWLock) protects the hash table's structure:
+ *	  shared mode to find an entry and update its counters, exclusive mode to
+ *	  insert or remove entries (and to bump the generation).
+ *	  JqCounterEntry->mutex (spinlock) protects the entry's counters; it is
+ *	  taken with the LWLock held in either mode.
+ *	  JqCounterShared->generation changes, under the exclusive lock, whenever
+ *	  entries are removed; a backend caches a pointer to the shared entry of
+ *	  each queue it counts, valid while the generation it saw is current.
+ *
+ * The transaction-end flush must not raise an error (the transaction has
+ * already committed), so it only finds and enters entries with HASH_FIND /
+ * HASH_ENTER_NULL; when the table is full, events of new (database, queue)
+ * pairs are not counted (jq_counters_reset frees entries).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "jobqueue.h"
+
+#include "access/xact.h"
+#include "catalog/pg_authid.h"
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "storage/spin.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+/* dbid, queue_name, the events, calls and times, since */
+#define JQ_COUNTER_COLS (2 + JQ_NUM_COUNTERS + 2 + 1)
+
+PG_FUNCTION_INFO_V1(jq_counters);
+PG_FUNCTION_INFO_V1(jq_counters_reset);
+
+/* GUCs */
+bool		jq_track_counters = true;
+int			jq_max_counter_queues = 1000;
+
+/* Which counters survive a rollback (calls made, not state changes) */
+#define JQ_COUNTER_IS_CALL(c) ((c) == JQ_CTR_CLAIM_CALLS || (c) == JQ_CTR_COMPLETE_CALLS)
+
+typedef struct JqCounterKey
+{
+	Oid			dbid;
+	char		queue_name[JQ_QUEUE_NAME_MAXLEN + 1];	/* zero padded; "" =
+														 * queue unknown */
+} JqCounterKey;
+
+typedef struct JqCounterValues
+{
+	int64		counts[JQ_NUM_COUNTERS];
+	double		claim_time;		/* milliseconds */
+	double		complete_time;	/* milliseconds */
+} JqCounterValues;
+
+typedef struct JqCounterEntry
+{
+	JqCounterKey key;			/* hash key; must be first */
+	slock_t		mutex;			/* protects values */
+	JqCounterValues values;
+	TimestampTz since;			/* when counting started (creation, reset) */
+} JqCounterEntry;
+
+typedef struct JqCounterShared
+{
+	LWLock	   *lock;			/* protects the hash table, see above */
+	uint64		generation;		/* bumped when entries are removed */
+} JqCounterShared;
+
+/* A backend's pending counts for one queue of its database */
+typedef struct JqPending
+{
+	char		queue_name[JQ_QUEUE_NAME_MAXLEN + 1];	/* hash key */
+	bool		dirty;
+	JqCounterValues values;
+	JqCounterEntry *entry;		/* cached shared entry, or NULL */
+	uint64		generation;		/* generation entry was found in */
+} JqPending;
+
+static JqCounterShared *jq_counter_shared = NULL;
+static HTAB *jq_counter_hash = NULL;
+
+static HTAB *jq_pending_hash = NULL;
+static JqPending *jq_pending_last = NULL;
+static bool jq_pending_any = false;
+static bool jq_xact_callback_registered = false;
+
+#if PG_VERSION_NUM >= 150000
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+#endif
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+static void jq_counters_shmem_request(void);
+static void jq_counters_shmem_startup(void);
+static void jq_counters_xact_callback(XactEvent event, void *arg);
+
+static Size
+jq_counters_shmem_size(void)
+{
+	return add_size(MAXALIGN(sizeof(JqCounterShared)),
+					hash_estimate_size(jq_max_counter_queues,
+									   sizeof(JqCounterEntry)));
+}
+
+/*
+ * Define the GUCs and, when the library is being preloaded, install the
+ * shared memory hooks.  Called from _PG_init.
+ */
+void
+jq_counters_init(void)
+{
+	DefineCustomBoolVariable("jobqueue.track_counters",
+							 "Collects the event counters shown by jobqueue.jq_counters().",
+							 "Only with jobqueue in shared_preload_libraries.",
+							 &jq_track_counters,
+							 true,
+							 PGC_SUSET, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("jobqueue.max_counter_queues",
+							"Number of (database, queue) pairs the event counters can hold.",
+							"Events of further pairs are not counted until jobqueue.jq_counters_reset() frees entries.",
+							&jq_max_counter_queues,
+							1000, 16, 1000000,
+							PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+
+#if PG_VERSION_NUM >= 150000
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = jq_counters_shmem_request;
+#else
+	jq_counters_shmem_request();
+#endif
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = jq_counters_shmem_startup;
+}
+
+/* Ask for our shared memory and our LWLock. */
+static void
+jq_counters_shmem_request(void)
+{
+#if PG_VERSION_NUM >= 150000
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+#endif
+	RequestAddinShmemSpace(jq_counters_shmem_size());
+	RequestNamedLWLockTranche("jobqueue counters", 1);
+}
+
+/*
+ * Create or attach to the shared state (in every process that starts, and
+ * in the postmaster; EXEC_BACKEND re-attaches).
+ */
+static void
+jq_counters_shmem_startup(void)
+{
+	bool		found;
+	HASHCTL		info;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+
+	jq_counter_shared = NULL;
+	jq_counter_hash = NULL;
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+
+	jq_counter_shared = ShmemInitStruct("jobqueue counters",
+										sizeof(JqCounterShared), &found);
+	if (!found)
+	{
+		jq_counter_shared->lock = &(GetNamedLWLockTranche("jobqueue counters"))->lock;
+		jq_counter_shared->generation = 0;
+	}
+
+	memset(&info, 0, sizeof(info));
+	info.keysize = sizeof(JqCounterKey);
+	info.entrysize = sizeof(JqCounterEntry);
+	jq_counter_hash = ShmemInitHash("jobqueue counters hash",
+									jq_max_counter_queues, jq_max_counter_queues,
+									&info, HASH_ELEM | HASH_BLOBS);
+
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/* Are counters being collected in this backend right now? */
+bool
+jq_counting(void)
+{
+	return jq_counter_shared != NULL && jq_track_counters;
+}
+
+/*
+ * The pending counts of queue_name (NULL: queue unknown), created on first
+ * use.  The pending table lives in TopMemoryContext for the backend's life.
+ */
+static JqPending *
+jq_pending_for(const char *queue_name)
+{
+	char		key[JQ_QUEUE_NAME_MAXLEN + 1];
+	JqPending  *p;
+	bool		found;
+
+	if (queue_name == NULL)
+		queue_name = "";
+	if (jq_pending_last != NULL &&
+		strcmp(jq_pending_last->queue_name, queue_name) == 0)
+		return jq_pending_last;
+
+	if (jq_pending_hash == NULL)
+	{
+		HASHCTL		info;
+
+		memset(&info, 0, sizeof(info));
+		info.keysize = sizeof(key);
+		info.entrysize = sizeof(JqPending);
+		info.hcxt = TopMemoryContext;
+		jq_pending_hash = hash_create("jobqueue pending counters", 16, &info,
+									  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	if (!jq_xact_callback_registered)
+	{
+		RegisterXactCallback(jq_counters_xact_callback, NULL);
+		jq_xact_callback_registered = true;
+	}
+
+	memset(key, 0, sizeof(key));
+	strlcpy(key, queue_name, sizeof(key));
+	p = hash_search(jq_pending_hash, key, HASH_ENTER, &found);
+	if (!found)
+	{
+		p->dirty = false;
+		memset(&p->values, 0, sizeof(p->values));
+		p->entry = NULL;
+		p->generation = 0;
+	}
+	jq_pending_last = p;
+	return p;
+}
+
+/*
+ * Count n events of kind c for queue_name (NULL: queue unknown) in the
+ * current transaction.  Cheap and lock-free; a no-op when counters are off
+ * or not available.
+ */
+void
+jq_count(const char *queue_name, JqCounter c, int64 n)
+{
+	JqPending  *p;
+
+	if (!jq_counting() || n == 0)
+		return;
+	p = jq_pending_for(queue_name);
+	p->values.counts[c] += n;
+	p->dirty = true;
+	jq_pending_any = true;
+}
+
+/* Start timing a jq_claim or jq_complete call (when counting). */
+void
+jq_count_start(instr_time *start)
+{
+	if (jq_counting())
+		INSTR_TIME_SET_CURRENT(*start);
+	else
+		INSTR_TIME_SET_ZERO(*start);
+}
+
+/*
+ * Count a call of jq_claim (calls = JQ_CTR_CLAIM_CALLS) or of
+ * jq_complete/jq_complete_many (JQ_CTR_COMPLETE_CALLS) with the time since
+ * *start.
+ */
+void
+jq_count_call(const char *queue_name, JqCounter calls, instr_time *start)
+{
+	instr_time	duration;
+	JqPending  *p;
+	double		ms;
+
+	if (!jq_counting() || INSTR_TIME_IS_ZERO(*start))
+		return;
+	INSTR_TIME_SET_CURRENT(duration);
+	INSTR_TIME_SUBTRACT(duration, *start);
+	ms = INSTR_TIME_GET_MILLISEC(duration);
+
+	p = jq_pending_for(queue_name);
+	p->values.counts[calls] += 1;
+	if (calls == JQ_CTR_CLAIM_CALLS)
+		p->values.claim_time += ms;
+	else
+		p->values.complete_time += ms;
+	p->dirty = true;
+	jq_pending_any = true;
+}
+
+/*
+ * Find (or, if create, make) the shared entry of our database and
+ * pending->queue_name.  Called with the lock held in shared mode; may
+ * release and re-take it.  Returns NULL when the table is full.  Never
+ * raises an error.
+ */
+static JqCounterEntry *
+jq_counter_entry(JqPending *pending)
+{
+	JqCounterKey key;
+	JqCounterEntry *entry;
+	bool		found;
+
+	if (pending->entry != NULL &&
+		pending->generation == jq_counter_shared->generation)
+		return pending->entry;
+
+	memset(&key, 0, sizeof(key));
+	key.dbid = MyDatabaseId;
+	memcpy(key.queue_name, pending->queue_name, sizeof(key.queue_name));
+
+	entry = hash_search(jq_counter_hash, &key, HASH_FIND, NULL);
+	if (entry == NULL)
+	{
+		LWLockRelease(jq_counter_shared->lock);
+		LWLockAcquire(jq_counter_shared->lock, LW_EXCLUSIVE);
+		entry = hash_search(jq_counter_hash, &key, HASH_ENTER_NULL, &found);
+		if (entry != NULL && !found)
+		{
+			SpinLockInit(&entry->mutex);
+			memset(&entry->values, 0, sizeof(entry->values));
+			entry->since = GetCurrentTimestamp();
+		}
+		LWLockRelease(jq_counter_shared->lock);
+		LWLockAcquire(jq_counter_shared->lock, LW_SHARED);
+		/* an entry may have been removed while we had no lock: look again */
+		entry = hash_search(jq_counter_hash, &key, HASH_FIND, NULL);
+	}
+	pending->entry = entry;
+	pending->generation = jq_counter_shared->generation;
+	return entry;
+}
+
+/*
+ * Move the pending counts to shared memory; with events_too false (the
+ * transaction rolled back) only calls and times are moved and the events
+ * are discarded.  Must not raise an error.
+ */
+static void
+jq_counters_flush(bool events_too)
+{
+	HASH_SEQ_STATUS seq;
+	JqPending  *p;
+
+	if (!jq_pending_any || jq_pending_hash == NULL)
+		return;
+	jq_pending_any = false;
+
+	if (jq_counter_shared == NULL)
+		return;
+
+	LWLockAcquire(jq_counter_shared->lock, LW_SHARED);
+	hash_seq_init(&seq, jq_pending_hash);
+	while ((p = hash_seq_search(&seq)) != NULL)
+	{
+		JqCounterEntry *entry;
+		int			i;
+		bool		any = false;
+
+		if (!p->dirty)
+			continue;
+		p->dirty = false;
+
+		for (i = 0; i < JQ_NUM_COUNTERS; i++)
+		{
+			if (!events_too && !JQ_COUNTER_IS_CALL(i))
+				p->values.counts[i] = 0;
+			else if (p->values.counts[i] != 0)
+				any = true;
+		}
+		if (!any)
+		{
+			memset(&p->values, 0, sizeof(p->values));
+			continue;
+		}
+
+		entry = jq_counter_entry(p);
+		if (entry != NULL)
+		{
+			SpinLockAcquire(&entry->mutex);
+			for (i = 0; i < JQ_NUM_COUNTERS; i++)
+				entry->values.counts[i] += p->values.counts[i];
+			entry->values.claim_time += p->values.claim_time;
+			entry->values.complete_time += p->values.complete_time;
+			SpinLockRelease(&entry->mutex);
+		}
+		memset(&p->values, 0, sizeof(p->values));
+	}
+	LWLockRelease(jq_counter_shared->lock);
+
+	/* a backend that saw many queues once should not keep them all */
+	if (hash_get_num_entries(jq_pending_hash) > 256)
+	{
+		hash_destroy(jq_pending_hash);
+		jq_pending_hash = NULL;
+		jq_pending_last = NULL;
+	}
+}
+
+/* Transaction end: publish the counts (commit) or only the calls (abort). */
+static void
+jq_counters_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PREPARE:
+			jq_counters_flush(true);
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			jq_counters_flush(false);
+			break;
+		default:
+			break;
+	}
+}
+
+/* Error out unless the shared counters exist. */
+static void
+jq_require_counters(void)
+{
+	if (jq_counter_shared == NULL || jq_counter_hash == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("jobqueue event counters are not available"),
+				 errdetail("The counters live in shared memory, which only exists when the library is preloaded."),
+				 errhint("Add jobqueue to shared_preload_libraries and restart the server.")));
+}
+
+/*
+ * jq_counters(all_databases boolean DEFAULT false)
+ *		returns setof record (see the 1.1 script for the columns)
+ *
+ * The counters of the current database, one row per queue (queue_name NULL:
+ * fenced completions and refused heartbeats of jobs that no longer exist).
+ * all_databases needs pg_read_all_stats (or superuser).  The calling
+ * backend's own counts are published at the end of each of its
+ * transactions, so a transaction sees its own events only after it ends.
+ */
+Datum
+jq_counters(PG_FUNCTION_ARGS)
+{
+	bool		all_databases = PG_ARGISNULL(0) ? false : PG_GETARG_BOOL(0);
+	TupleDesc	tupdesc;
+	Tuplestorestate *tupstore;
+	HASH_SEQ_STATUS seq;
+	JqCounterEntry *entry;
+
+	jq_require_counters();
+	if (all_databases &&
+		!has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to read the counters of other databases"),
+				 errdetail("Only roles with privileges of pg_read_all_stats may use all_databases => true.")));
+
+	tupstore = jq_srf_init(fcinfo, &tupdesc);
+	if (tupdesc->natts != JQ_COUNTER_COLS)
+		elog(ERROR, "jq_counters: unexpected result type with %d columns",
+			 tupdesc->natts);
+
+	LWLockAcquire(jq_counter_shared->lock, LW_SHARED);
+	hash_seq_init(&seq, jq_counter_hash);
+	while ((entry = hash_seq_search(&seq)) != NULL)
+	{
+		Datum		values[JQ_COUNTER_COLS];
+		bool		nulls[JQ_COUNTER_COLS];
+		JqCounterValues v;
+		TimestampTz since;
+		int			col = 0;
+		int			i;
+
+		if (!all_databases && entry->key.dbid != MyDatabaseId)
+			continue;
+
+		SpinLockAcquire(&entry->mutex);
+		v = entry->values;
+		since = entry->since;
+		SpinLockRelease(&entry->mutex);
+
+		memset(nulls, false, sizeof(nulls));
+		values[col++] = ObjectIdGetDatum(entry->key.dbid);
+		if (entry->key.queue_name[0] == '\0')
+			nulls[col++] = true;
+		else
+			values[col++] = CStringGetTextDatum(entry->key.queue_name);
+		for (i = 0; i < JQ_CTR_CLAIM_CALLS; i++)
+			values[col++] = Int64GetDatum(v.counts[i]);
+		values[col++] = Int64GetDatum(v.counts[JQ_CTR_CLAIM_CALLS]);
+		values[col++] = Float8GetDatum(v.claim_time);
+		values[col++] = Int64GetDatum(v.counts[JQ_CTR_COMPLETE_CALLS]);
+		values[col++] = Float8GetDatum(v.complete_time);
+		values[col++] = TimestampTzGetDatum(since);
+		Assert(col == JQ_COUNTER_COLS);
+		tuplestore_putvalues(tupstore, tupdesc, values, nulls);
+	}
+	LWLockRelease(jq_counter_shared->lock);
+
+	return (Datum) 0;
+}
+
+/*
+ * jq_counters_reset(queue_name text DEFAULT NULL) returns void
+ *
+ * Removes the counters of one queue, or of every queue of the current
+ * database (NULL), which frees their entries.
+ */
+Datum
+jq_counters_reset(PG_FUNCTION_ARGS)
+{
+	char	   *queue_name = PG_ARGISNULL(0) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(0));
+	HASH_SEQ_STATUS seq;
+	JqCounterEntry *entry;
+
+	jq_require_counters();
+
+	LWLockAcquire(jq_counter_shared->lock, LW_EXCLUSIVE);
+	hash_seq_init(&seq, jq_counter_hash);
+	while ((entry = hash_seq_search(&seq)) != NULL)
+	{
+		if (entry->key.dbid != MyDatabaseId)
+			continue;
+		if (queue_name != NULL && strcmp(entry->key.queue_name, queue_name) != 0)
+			continue;
+		hash_search(jq_counter_hash, &entry->key, HASH_REMOVE, NULL);
+	}
+	jq_counter_shared->generation++;
+	LWLockRelease(jq_counter_shared->lock);
+
+	PG_RETURN_VOID();
+}
+
+/*
+ * Count nfenced refused calls of kind c (JQ_CTR_COMPLETE_FENCED or
+ * JQ_CTR_HEARTBEAT_REFUSED) for the jobs ids[0..nids-1], under each job's
+ * queue; those whose job no longer exists (or duplicates in the caller's
+ * input) are counted with the queue unknown.  Runs one indexed lookup, so
+ * it is called only on the refused path.  Needs an SPI connection.  Returns
+ * the queue of the first job found (NULL if none), in SPI memory.
+ */
+char *
+jq_count_fenced(const int64 *ids, int nids, int64 nfenced, JqCounter c)
+{
+	char	   *first = NULL;
+	Datum	   *elems;
+	Datum		values[1];
+	uint64		i;
+	int			k;
+
+	if (!jq_counting() || nfenced <= 0)
+		return NULL;
+
+	if (nids > 0)
+	{
+		elems = palloc(sizeof(Datum) * nids);
+		for (k = 0; k < nids; k++)
+			elems[k] = Int64GetDatum(ids[k]);
+		values[0] = PointerGetDatum(construct_array(elems, nids, INT8OID,
+													sizeof(int64), FLOAT8PASSBYVAL,
+													TYPALIGN_DOUBLE));
+		jq_execute(JQ_PLAN_JOB_QUEUES, values, NULL, SPI_OK_SELECT);
+		for (i = 0; i < SPI_processed && nfenced > 0; i++, nfenced--)
+		{
+			char	   *queue_name = SPI_getvalue(SPI_tuptable->vals[i],
+												  SPI_tuptable->tupdesc, 1);
+
+			jq_count(queue_name, c, 1);
+			if (first == NULL)
+				first = queue_name;
+		}
+	}
+	jq_count(NULL, c, nfenced);
+	return first;
+}
+
+static int
+jq_int64_cmp(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a;
+	int64		y = *(const int64 *) b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * Count the result of a complete statement that was asked to complete the
+ * nids jobs ids[] and whose result is still in SPI_tuptable (column qcol
+ * the queue name, column idcol the job id, or 0 when at most one job was
+ * asked): completed jobs per queue, refused ones as complete_fenced, and the
+ * call with its time since *start (under the queue of the first job).
+ * Must be called while connected to SPI, after the result has been read,
+ * since the fenced lookup replaces SPI_tuptable.
+ */
+void
+jq_count_completions(const int64 *ids, int nids, int idcol, int qcol,
+					 instr_time *start)
+{
+	uint64		ndone = SPI_processed;
+	char	   *call_queue = NULL;
+	int64	   *done_ids = NULL;
+	int64	   *fenced_ids = NULL;
+	int			nfenced_ids = 0;
+	uint64		i;
+
+	if (!jq_counting())
+		return;
+
+	if (idcol > 0 && ndone > 0 && ndone < (uint64) nids)
+		done_ids = palloc(sizeof(int64) * ndone);
+	for (i = 0; i < ndone; i++)
+	{
+		char	   *queue_name = SPI_getvalue(SPI_tuptable->vals[i],
+											  SPI_tuptable->tupdesc, qcol);
+
+		jq_count(queue_name, JQ_CTR_COMPLETED, 1);
+		if (call_queue == NULL)
+			call_queue = queue_name;
+		if (done_ids != NULL)
+			done_ids[i] = DatumGetInt64(jq_result(i, idcol));
+	}
+
+	if (ndone < (uint64) nids)
+	{
+		/* the ids that were asked for and not completed */
+		fenced_ids = palloc(sizeof(int64) * nids);
+		if (done_ids != NULL)
+			qsort(done_ids, ndone, sizeof(int64), jq_int64_cmp);
+		for (i = 0; i < (uint64) nids; i++)
+		{
+			if (done_ids == NULL ||
+				bsearch(&ids[i], done_ids, ndone, sizeof(int64), jq_int64_cmp) == NULL)
+				fenced_ids[nfenced_ids++] = ids[i];
+		}
+		if (ndone == 0 || idcol > 0)
+		{
+			char	   *q = jq_count_fenced(fenced_ids, nfenced_ids,
+											(int64) nids - (int64) ndone,
+											JQ_CTR_COMPLETE_FENCED);
+
+			if (call_queue == NULL)
+				call_queue = q;
+		}
+	}
+	jq_count_call(call_queue, JQ_CTR_COMPLETE_CALLS, start);
+}
