@@ -26,9 +26,14 @@ if [ "$status" -ne 0 ]; then
 	done
 fi
 
-# One closing line summing the harnesses: pg_regress and prove.
-passed=$(grep -E -c '^(ok [0-9]+ |test .* \.\.\. ok|     [a-z_0-9]+ +\.\.\. ok)' "$dir/installcheck.log" || true)
-failed=$(grep -E -c '(\.\.\. FAILED|^not ok [0-9]+ )' "$dir/installcheck.log" || true)
+# One closing line summing the harnesses: pg_regress ("All N tests
+# passed." / "M of N tests failed.") and prove ("Tests=N", "Failed M/N").
+read -r passed failed < <(awk '
+	/All [0-9]+ tests passed/ { for (i = 1; i <= NF; i++) if ($i == "All") p += $(i + 1) }
+	/[0-9]+ of [0-9]+ tests failed/ { for (i = 1; i <= NF; i++) if ($i == "of") { f += $(i - 1); p += $(i + 1) - $(i - 1) } }
+	/^Files=[0-9]+, Tests=[0-9]+/ { split($2, a, "="); sub(",", "", a[2]); p += a[2] }
+	/Failed [0-9]+\/[0-9]+ subtests/ { split($2, b, "/"); f += b[1]; p -= b[1] }
+	END { print p + 0, f + 0 }' "$dir/installcheck.log")
 echo
 echo "jobqueue tests: $passed passed, $failed failed"
 [ "$status" -eq 0 ] && [ "$failed" -eq 0 ]
