@@ -1,0 +1,87 @@
+--
+-- Event counters (jq_counters, jq_counters_reset).  The test instance
+-- preloads jobqueue; the error without it is checked by a TAP test.
+-- Events are published when a transaction ends, so each step below is
+-- its own transaction.
+--
+SELECT jobqueue.jq_create_queue('q_ctr', max_attempts => 5, lease_duration => '1 hour');
+SELECT jobqueue.jq_counters_reset();
+
+CREATE FUNCTION pg_temp.counters(queue text) RETURNS TABLE(counter text, value bigint)
+LANGUAGE sql AS $$
+	SELECT key, value::bigint
+	FROM jobqueue.jq_counters() c, jsonb_each_text(to_jsonb(c) - 'dbid' - 'queue_name'
+	                                                - 'claim_time' - 'complete_time' - 'since')
+	WHERE c.queue_name IS NOT DISTINCT FROM queue AND value::bigint <> 0
+	ORDER BY key
+$$;
+
+-- enqueued: each new job once; not an idempotent repeat, not a rollback
+SELECT count(jobqueue.jq_enqueue('q_ctr', '{}')) FROM generate_series(1, 3);
+SELECT count(*) FROM jobqueue.jq_enqueue_many('q_ctr', ARRAY['{}', '{}']::jsonb[]);
+SELECT jobqueue.jq_enqueue('q_ctr', '{}', idempotency_key => 'k1') = jobqueue.jq_enqueue('q_ctr', '{}', idempotency_key => 'k1') AS same_job;
+BEGIN;
+SELECT count(jobqueue.jq_enqueue('q_ctr', '{}')) FROM generate_series(1, 10);
+ROLLBACK;
+SELECT * FROM pg_temp.counters('q_ctr');
+
+-- claimed, completed, fenced completions, refused heartbeats
+CREATE TEMP TABLE c1 AS SELECT * FROM jobqueue.jq_claim('q_ctr', 4, 'w1');
+SELECT count(*) FROM jobqueue.jq_claim('q_ctr', 1, 'w1', lease => '1 millisecond') \gset
+SELECT jobqueue.jq_complete(id, token) FROM c1 ORDER BY id LIMIT 1;
+SELECT jobqueue.jq_complete(id, token + 100) FROM c1 ORDER BY id DESC LIMIT 1;
+SELECT count(*) FROM jobqueue.jq_complete_many(
+	ARRAY(SELECT id FROM c1 ORDER BY id LIMIT 2),
+	ARRAY(SELECT token FROM c1 ORDER BY id LIMIT 2));
+SELECT jobqueue.jq_heartbeat(id, token + 100) FROM c1 ORDER BY id DESC LIMIT 1;
+SELECT jobqueue.jq_complete(-42, 1) AS unknown_job;
+SELECT * FROM pg_temp.counters('q_ctr');
+-- the unknown job's refusal has no queue
+SELECT * FROM pg_temp.counters(NULL);
+SELECT claim_calls, claim_time > 0 AS claim_timed, complete_calls, complete_time > 0 AS complete_timed
+FROM jobqueue.jq_counters() WHERE queue_name = 'q_ctr';
+
+-- failures: retryable with a retry scheduled, permanent to dead, replayed
+SELECT jobqueue.jq_counters_reset('q_ctr');
+SELECT jobqueue.jq_fail(id, token, 'E_RETRY') FROM c1 ORDER BY id DESC LIMIT 1;
+SELECT jobqueue.jq_fail(id, token, 'E_PERM', retryable => false) FROM c1 ORDER BY id DESC OFFSET 1 LIMIT 1;
+SELECT jobqueue.jq_retry_dead('q_ctr');
+SELECT * FROM pg_temp.counters('q_ctr');
+
+-- expired leases reaped (the 1 ms lease claimed above), and purged jobs
+SELECT jobqueue.jq_counters_reset('q_ctr');
+SELECT pg_sleep(0.01);
+SELECT jobqueue.jq_reap() AS reaped;
+SELECT jobqueue.jq_purge('q_ctr', older_than => '1 microsecond') AS purged;
+SELECT * FROM pg_temp.counters('q_ctr');
+
+-- a rolled-back transaction counts its calls but not its events
+SELECT jobqueue.jq_counters_reset('q_ctr');
+UPDATE jobqueue.jobs SET available_at = now() WHERE queue_name = 'q_ctr' AND status = 'pending';
+BEGIN;
+SELECT count(*) FROM jobqueue.jq_claim('q_ctr', 2, 'w2');
+ROLLBACK;
+SELECT * FROM pg_temp.counters('q_ctr');
+
+-- jobqueue.track_counters = off: nothing is counted
+SELECT jobqueue.jq_counters_reset('q_ctr');
+SET jobqueue.track_counters = off;
+SELECT count(jobqueue.jq_enqueue('q_ctr', '{}')) FROM generate_series(1, 3);
+RESET jobqueue.track_counters;
+SELECT count(*) AS rows FROM jobqueue.jq_counters() WHERE queue_name = 'q_ctr';
+
+-- all databases: this one is among them, with its oid
+SELECT count(*) > 0 AS this_database
+FROM jobqueue.jq_counters(all_databases => true) c
+JOIN pg_database d ON d.oid = c.dbid AND d.datname = current_database();
+
+-- reset of every queue of this database
+SELECT jobqueue.jq_enqueue('q_ctr', '{}') > 0 AS enqueued;
+SELECT jobqueue.jq_counters_reset();
+SELECT count(*) AS rows FROM jobqueue.jq_counters();
+
+-- max_counter_queues is fixed at server start
+SELECT name, setting, context FROM pg_settings
+WHERE name IN ('jobqueue.max_counter_queues', 'jobqueue.track_counters') ORDER BY name;
+
+SELECT jobqueue.jq_drop_queue('q_ctr', force => true);
