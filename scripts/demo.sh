@@ -8,7 +8,9 @@
 #                                  not recovered; the cluster is stopped
 #                                  at the end in every case)
 # Environment: PG_CONFIG (default: the packaged PostgreSQL 15),
-#   JQ_DEMO_JOBS (default 3000), JQ_DEMO_DIR (default ./demo/work).
+#   JQ_DEMO_JOBS (default 3000), JQ_DEMO_DIR (default ./demo/work),
+#   JQ_DEMO_WORKER=off (run without the background worker: the demo then
+#   calls jq_reap() itself, as a scheduler would).
 source "$(dirname "$0")/common.sh"
 
 NJOBS=${JQ_DEMO_JOBS:-3000}
@@ -112,9 +114,9 @@ fsync = off
 synchronous_commit = off
 full_page_writes = off
 shared_preload_libraries = 'jobqueue'
-# The background worker (ignored, with a warning in the log, by a build
-# of jobqueue that has no background worker).
-jobqueue.worker_enabled = on
+# The background worker, with short intervals for the demo (a build of
+# jobqueue without the worker ignores these, with a warning in the log).
+jobqueue.worker_enabled = ${JQ_DEMO_WORKER:-on}
 jobqueue.launcher_interval = '1s'
 jobqueue.reap_interval = '500ms'
 EOF
@@ -136,28 +138,32 @@ say "$(sql -c "SELECT 'PostgreSQL ' || current_setting('server_version') || ', j
 # Is the background worker there?  Otherwise we reap ourselves.
 # ---------------------------------------------------------------------------
 BGWORKER=0
-has_guc=$(sql -c "SELECT count(*) FROM pg_settings WHERE name = 'jobqueue.worker_enabled'")
 has_status=$(sql -c "SELECT to_regprocedure('jobqueue.jq_worker_status()') IS NOT NULL")
-if [ "$has_guc" = 1 ] && [ "$has_status" = t ]; then
+configured=f
+if [ "$has_status" = t ]; then
+	configured=$(sql -c "SELECT COALESCE((to_jsonb(s) ->> 'configured')::boolean, true)
+		FROM jobqueue.jq_worker_status() s")
+fi
+if [ "$configured" = t ]; then
 	log "waiting for jobqueue's background worker to attach to database $DB"
-	for _ in $(seq 1 60); do
-		attached=$(sql -c "SELECT count(*) FROM jobqueue.jq_worker_status() s
-			WHERE (to_jsonb(s) ->> 'pid') IS NOT NULL")
-		if [ "$attached" != 0 ]; then
+	for _ in $(seq 1 120); do
+		attached=$(sql -c "SELECT COALESCE((to_jsonb(s) ->> 'attached')::boolean,
+				(to_jsonb(s) ->> 'pid') IS NOT NULL) FROM jobqueue.jq_worker_status() s")
+		if [ "$attached" = t ]; then
 			BGWORKER=1
 			break
 		fi
 		sleep 0.25
 	done
-	if ((BGWORKER)); then
-		show -x -c "SELECT * FROM jobqueue.jq_worker_status()"
-		say "It reaps expired leases every $(sql -c "SHOW jobqueue.reap_interval"): nobody has to call jq_reap()."
-	else
-		show -x -c "SELECT * FROM jobqueue.jq_worker_status()"
-		fail "the background worker did not attach within 15 s"
-	fi
+	show -x -c "SELECT * FROM jobqueue.jq_worker_status()"
+	((BGWORKER)) || fail "the background worker did not attach within 30 s"
+	say "It reaps expired leases every $(sql -c "SHOW jobqueue.reap_interval"): nobody has to call jq_reap()."
 else
-	log "this build of jobqueue has no background worker"
+	if [ "$has_status" = t ]; then
+		log "jobqueue's background worker is not running here ($(sql -c "SELECT state FROM jobqueue.jq_worker_status()"))"
+	else
+		log "this build of jobqueue has no background worker"
+	fi
 	say "The demo plays the scheduler itself and calls jobqueue.jq_reap() every 0.5 s,"
 	say "as a cron job or pg_cron would in production."
 fi
@@ -190,21 +196,35 @@ show -c "SELECT payload ->> 'kind' AS kind, count(*) AS jobs
 # ---------------------------------------------------------------------------
 # Workers: claim a batch, work outside any transaction, complete or fail
 # ---------------------------------------------------------------------------
+# One psql session per worker, kept open as a coprocess: a worker sends a
+# statement and reads the result lines up to a marker.  psql stops at the
+# first error (ON_ERROR_STOP), which ends the worker with an error.
 worker() {
-	local name=$1 rows id tok att kind ids toks fails ncompleted claimed=0 fenced=0
+	local name=$1 out line id tok att kind ids toks fails claimed=0 fenced=0
 	set +e
+	coproc SESSION { "${PSQL[@]}" -A -t -F ' ' -d "$DB" 2>>"$WORK/errors"; }
+	query() {
+		printf '%s\n\\echo __end__\n' "$1" >&"${SESSION[1]}" || return 1
+		out=()
+		while IFS= read -r -t 60 line <&"${SESSION[0]}"; do
+			[ "$line" = __end__ ] && return 0
+			out+=("$line")
+		done
+		return 1
+	}
 	while [ ! -e "$WORK/stop" ]; do
-		if ! rows=$(sql -F ' ' -c "SELECT id, token, attempt, payload ->> 'kind'
-				FROM jobqueue.jq_claim('emails', $BATCH, '$name')" 2>>"$WORK/errors"); then
-			echo "$name: claim failed" >>"$WORK/errors"
+		if ! query "SELECT id, token, attempt, payload ->> 'kind'
+				FROM jobqueue.jq_claim('emails', $BATCH, '$name');"; then
+			echo "$name: jq_claim failed" >>"$WORK/errors"
 			return 1
 		fi
-		if [ -z "$rows" ]; then
+		if ((${#out[@]} == 0)); then
 			sleep 0.1
 			continue
 		fi
 		ids=() toks=() fails=
-		while read -r id tok att kind; do
+		for line in "${out[@]}"; do
+			read -r id tok att kind <<<"$line"
 			claimed=$((claimed + 1))
 			case $kind in
 			flaky)
@@ -223,17 +243,17 @@ worker() {
 			esac
 			ids+=("$id")
 			toks+=("$tok")
-		done <<<"$rows"
-		sleep 0.05		# the work: sending the e-mails
-		if ! ncompleted=$(sql -c "SELECT count(*) FROM jobqueue.jq_complete_many(
-					'{$(IFS=,; echo "${ids[*]}")}', '{$(IFS=,; echo "${toks[*]}")}');
-				$fails" 2>>"$WORK/errors"); then
-			echo "$name: complete failed" >>"$WORK/errors"
+		done
+		sleep 0.05		# the work: sending the e-mails, outside any transaction
+		if ! query "SELECT count(*) FROM jobqueue.jq_complete_many(
+				'{$(IFS=,; echo "${ids[*]}")}', '{$(IFS=,; echo "${toks[*]}")}'); $fails"; then
+			echo "$name: jq_complete_many or jq_fail failed" >>"$WORK/errors"
 			return 1
 		fi
-		ncompleted=${ncompleted%%$'\n'*}	# the count; jq_fail's results follow
-		fenced=$((fenced + ${#ids[@]} - ncompleted))
+		# out[0] is the number completed; jq_fail's results follow
+		fenced=$((fenced + ${#ids[@]} - out[0]))
 	done
+	printf '\\q\n' >&"${SESSION[1]}"
 	echo "$name claimed $claimed jobs, $fenced completions refused" >>"$WORK/workers.log"
 }
 
@@ -280,40 +300,46 @@ if ((BGWORKER)); then
 else
 	log "watching worker-5's jobs; the demo calls jq_reap() every 0.5 s"
 fi
+# Where worker-5's jobs are: still held by the dead worker, pending again
+# (reaped), claimed again by another worker, or succeeded.
+recovery_sql="SELECT count(*) FILTER (WHERE status = 'running' AND lease_owner = 'worker-5'),
+	count(*) FILTER (WHERE status = 'pending'),
+	count(*) FILTER (WHERE status = 'running' AND lease_owner <> 'worker-5'),
+	count(*) FILTER (WHERE status = 'succeeded'),
+	count(*) FILTER (WHERE status NOT IN ('running', 'pending', 'succeeded')),
+	count(*) FILTER (WHERE errors @> '[{\"code\": \"LEASE_EXPIRED\", \"owner\": \"worker-5\"}]'),
+	(SELECT count(*) FROM jobqueue.jobs WHERE status = 'succeeded')
+	FROM jobqueue.jobs WHERE $crash_where"
 last=
 last_print=0
-reap_deadline=$((LEASE + 6))	# lease + a few reap intervals, with slack
-deadline=75
+reap_deadline=$((LEASE + 10))	# the lease, then a few reap intervals, with slack
+deadline=90
 while :; do
 	reaped=
 	if ((!BGWORKER)); then
 		n=$(sql -c "SELECT jobqueue.jq_reap()")
 		((n > 0)) && reaped="   <- jq_reap() returned $n"
 	fi
-	line=$(sql -F ' ' -c "SELECT count(*) FILTER (WHERE status = 'running'),
-		count(*) FILTER (WHERE status = 'pending'),
-		count(*) FILTER (WHERE status = 'succeeded'),
-		count(*) FILTER (WHERE status NOT IN ('running', 'pending', 'succeeded'))
-		FROM jobqueue.jobs WHERE $crash_where")
-	read -r c_run c_pend c_done c_other <<<"$line"
+	read -r c_held c_pend c_again c_done c_other c_reaped all_done <<<"$(sql -F ' ' -c "$recovery_sql")"
+	line="$c_held $c_pend $c_again $c_done"
 	now=$(elapsed "$T_CRASH")
 	if [ "$line" != "$last" ] || [ -n "$reaped" ] ||
-		awk -v a="$now" -v b="$last_print" 'BEGIN { exit !(a - b >= 3) }'; then
-		all_done=$(count "status = 'succeeded'")
-		printf '    t+%4ss  worker-5'"'"'s jobs: %2d running, %2d pending, %2d succeeded   (all jobs: %4d/%d succeeded)%s\n' \
-			"$now" "$c_run" "$c_pend" "$c_done" "$all_done" "$NJOBS" "$reaped"
+		awk -v a="$now" -v b="$last_print" 'BEGIN { exit !(a - b >= 5) }'; then
+		printf '    t+%4ss  held by worker-5: %2d  pending again: %2d  claimed again: %2d  succeeded: %2d   (all: %4d/%d done)%s\n' \
+			"$now" "$c_held" "$c_pend" "$c_again" "$c_done" "$all_done" "$NJOBS" "$reaped"
 		last=$line
 		last_print=$now
 	fi
 	check_workers
 	((c_other == 0)) || fail "a crashed worker's job ended neither pending, running nor succeeded"
 	((c_done == CRASH_BATCH)) && break
-	((c_run == 0)) || awk -v e="$now" -v d="$reap_deadline" 'BEGIN { exit !(e <= d) }' ||
+	((c_held == 0)) || awk -v e="$now" -v d="$reap_deadline" 'BEGIN { exit !(e <= d) }' ||
 		fail "worker-5's expired leases were not reaped within $reap_deadline s"
 	awk -v e="$now" -v d="$deadline" 'BEGIN { exit !(e <= d) }' ||
 		fail "worker-5's jobs were not all completed within $deadline s"
 	sleep 0.25
 done
+((c_reaped == CRASH_BATCH)) || fail "only $c_reaped of worker-5's jobs show LEASE_EXPIRED in their history"
 if ((BGWORKER)); then
 	say "All $CRASH_BATCH came back by themselves once their leases ran out (the background"
 	say "worker reaped them), queued behind the backlog, and were done by the other workers:"
@@ -382,7 +408,15 @@ WORKER_PIDS=()
 log "final counts"
 show -c "SELECT status, count(*) AS jobs FROM jobqueue.jobs GROUP BY 1 ORDER BY 1"
 if [ "$(sql -c "SELECT to_regclass('jobqueue.queue_stats') IS NOT NULL")" = t ]; then
+	say "jobqueue.queue_stats:"
 	show -x -c "SELECT * FROM jobqueue.queue_stats"
+fi
+if [ "$(sql -c "SELECT to_regprocedure('jobqueue.jq_counters(boolean)') IS NOT NULL")" = t ]; then
+	say "what happened, from the event counters (jobqueue.jq_counters()):"
+	show -x -c "SELECT queue_name, enqueued, claimed, completed, complete_fenced,
+		failed_retryable, failed_permanent, retries_scheduled, leases_expired,
+		dead_lettered, replayed FROM jobqueue.jq_counters()" 2>/dev/null ||
+		say "(not available: $(sql -c "SELECT jobqueue.jq_counters()" 2>&1 | head -n 1))"
 fi
 say "who completed what:"
 show -c "SELECT lease_owner AS worker, count(*) AS succeeded FROM jobqueue.jobs
