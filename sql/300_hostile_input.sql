@@ -1,0 +1,470 @@
+--
+-- 300_hostile_input: every SQL function of jobqueue called with hostile and
+-- broken arguments: NULL in each argument, empty strings, extreme numbers,
+-- 1 MB strings, deeply nested and oversize JSON, negative, zero and enormous
+-- intervals, infinite timestamps, arrays of the wrong shape, unknown ids and
+-- tokens.  Each call must give a correct result or an ERROR with a precise
+-- SQLSTATE; none may crash the server, and a call that fails must leave the
+-- queues and jobs exactly as they were.
+--
+-- try(stmt) runs a query that returns one column and prints either
+-- "ok: <values>" or "ERROR <sqlstate>: <message>".  When the call failed it
+-- also compares a fingerprint of jobqueue.queues and jobqueue.jobs taken
+-- before and after, and says so if they differ.
+--
+SET client_min_messages = warning;
+
+CREATE FUNCTION pg_temp.fingerprint() RETURNS text
+LANGUAGE sql AS $$
+	SELECT pg_catalog.md5(
+		COALESCE((SELECT pg_catalog.string_agg(q::text, '|' ORDER BY q.queue_name)
+				  FROM jobqueue.queues q), '') || '#' ||
+		COALESCE((SELECT pg_catalog.string_agg(j::text, '|' ORDER BY j.id)
+				  FROM jobqueue.jobs j), ''))
+$$;
+
+CREATE FUNCTION pg_temp.try(stmt text) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+	before text := pg_temp.fingerprint();
+	result text;
+BEGIN
+	BEGIN
+		EXECUTE 'SELECT pg_catalog.string_agg(COALESCE(r.v::text, ''NULL''), '', '') FROM ('
+			|| stmt || ') AS r(v)' INTO result;
+		RETURN 'ok: ' || COALESCE(result, '(no rows)');
+	EXCEPTION WHEN OTHERS THEN
+		result := 'ERROR ' || SQLSTATE || ': ' || SQLERRM;
+	END;
+	IF pg_temp.fingerprint() IS DISTINCT FROM before THEN
+		result := result || ' [TABLES CHANGED]';
+	END IF;
+	RETURN result;
+END
+$$;
+
+-- Hostile values, by kind.  Intervals: every one of these but the last
+-- two must be refused wherever a duration is expected.
+CREATE TEMP TABLE bad_intervals (ord int, label text, val text);
+INSERT INTO bad_intervals VALUES
+	(1, 'negative', '-1 second'),
+	(2, 'zero', '0'),
+	(3, 'over 100 years', '100 years 1 day'),
+	(4, '1000000 years', '1000000 years'),
+	(5, 'type maximum', '178000000 years'),
+	(6, 'type minimum', '-178000000 years'),
+	(7, 'microsecond maximum', '2562047788:00:54.775807'),
+	(8, 'mixed signs, 22 days in total',
+	 pg_catalog.make_interval(months => 71582789, days => -2147483648)::text),
+	(9, 'mixed signs, 1 second in total', '1 mon -30 days 1 second'),
+	(10, 'boundary: 100 years', '100 years');
+
+CREATE TEMP TABLE bad_queue_names (ord int, label text, val text);
+INSERT INTO bad_queue_names VALUES
+	(1, 'NULL', NULL),
+	(2, 'empty', ''),
+	(3, 'blank', ' '),
+	(4, '129 characters', pg_catalog.repeat('q', 129)),
+	(5, '1 MB', pg_catalog.repeat('q', 1024 * 1024)),
+	(6, 'space', 'a b'),
+	(7, 'quote', 'a''b'),
+	(8, 'semicolon', 'a;DROP TABLE jobqueue.jobs'),
+	(9, 'newline', E'a\nb'),
+	(10, 'non-ASCII, 60 characters', pg_catalog.repeat('ü', 60)),
+	(11, 'non-ASCII, 129 characters', pg_catalog.repeat('ü', 129)),
+	(12, 'unknown', 'no_such_queue');
+
+-- The queue the tests work on, with one claimed job.
+SELECT jobqueue.jq_create_queue('hostile', max_attempts => 2,
+	lease_duration => '1 hour', max_runtime => '2 hours');
+SELECT jobqueue.jq_enqueue('hostile', '{"n": 1}') > 0 AS enqueued;
+CREATE TEMP TABLE ctx AS
+	SELECT c.id AS jid, c.token AS tok FROM jobqueue.jq_claim('hostile', 1, 'w1') c;
+SELECT count(*) AS claimed FROM ctx;
+
+--------------------------------------------------------------------------
+-- Queue names, for every function that takes one
+--------------------------------------------------------------------------
+SELECT f.fn, n.label, pg_temp.try(pg_catalog.format(f.stmt, n.val)) AS result
+FROM (VALUES
+		(1, 'jq_create_queue', 'SELECT jobqueue.jq_create_queue(%L)'),
+		(2, 'jq_alter_queue', 'SELECT jobqueue.jq_alter_queue(%L, max_attempts => 3)'),
+		(3, 'jq_drop_queue', 'SELECT jobqueue.jq_drop_queue(%L)'),
+		(4, 'jq_pause_queue', 'SELECT jobqueue.jq_pause_queue(%L)'),
+		(5, 'jq_resume_queue', 'SELECT jobqueue.jq_resume_queue(%L)'),
+		(6, 'jq_enqueue', 'SELECT jobqueue.jq_enqueue(%L, ''{}'')'),
+		(7, 'jq_enqueue_many', 'SELECT * FROM jobqueue.jq_enqueue_many(%L, ARRAY[''{}''::jsonb])'),
+		(8, 'jq_claim', 'SELECT id FROM jobqueue.jq_claim(%L, 1, ''w'')'),
+		(9, 'jq_retry_dead', 'SELECT jobqueue.jq_retry_dead(%L)'),
+		(10, 'jq_purge', 'SELECT jobqueue.jq_purge(%L)'),
+		(11, 'jq_explain_claim', 'SELECT count(*) FROM jobqueue.jq_explain_claim(%L)'))
+	AS f(ord, fn, stmt),
+	bad_queue_names n
+WHERE n.label <> 'unknown' OR f.fn <> 'jq_create_queue'
+ORDER BY f.ord, n.ord;
+
+-- a name of exactly 128 characters is fine
+SELECT pg_temp.try(pg_catalog.format('SELECT jobqueue.jq_create_queue(%L)', pg_catalog.repeat('Q', 128)));
+SELECT pg_temp.try(pg_catalog.format('SELECT jobqueue.jq_drop_queue(%L)', pg_catalog.repeat('Q', 128)));
+
+--------------------------------------------------------------------------
+-- jq_create_queue and jq_alter_queue: every policy argument
+--------------------------------------------------------------------------
+-- NULL in each argument of jq_create_queue (NULL is no default)
+SELECT a.arg, pg_temp.try(pg_catalog.format(
+		'SELECT jobqueue.jq_create_queue(''hostile_new'', %I => NULL)', a.arg)) AS result
+FROM pg_catalog.unnest(ARRAY['max_attempts', 'lease_duration', 'max_runtime',
+							 'backoff_base', 'backoff_max', 'retention']) AS a(arg);
+
+-- hostile intervals in each interval argument; the valid boundary values
+-- are tried on a queue that is dropped again
+SELECT a.arg, i.label, pg_temp.try(pg_catalog.format(
+		'SELECT jobqueue.jq_create_queue(''hostile_new'', %I => %L::interval)', a.arg, i.val)) AS create_result,
+	pg_temp.try(pg_catalog.format(
+		'SELECT jobqueue.jq_alter_queue(''hostile'', %I => %L::interval)', a.arg, i.val)) AS alter_result
+FROM pg_catalog.unnest(ARRAY['lease_duration', 'max_runtime', 'backoff_base',
+							 'backoff_max', 'retention']) WITH ORDINALITY AS a(arg, ord),
+	bad_intervals i
+WHERE i.label NOT LIKE 'boundary%' AND i.label NOT LIKE 'mixed signs, 1 second%'
+ORDER BY a.ord, i.ord;
+
+-- max_attempts
+SELECT v.val, pg_temp.try(pg_catalog.format(
+		'SELECT jobqueue.jq_create_queue(''hostile_new'', max_attempts => %s)', v.val)) AS create_result,
+	pg_temp.try(pg_catalog.format(
+		'SELECT jobqueue.jq_alter_queue(''hostile'', max_attempts => %s)', v.val)) AS alter_result
+FROM pg_catalog.unnest(ARRAY['0', '-1', '-2147483648']) AS v(val);
+
+-- the largest values that are valid are accepted and stored as given
+SELECT pg_temp.try($$SELECT jobqueue.jq_create_queue('hostile_max', 2147483647,
+	'100 years', '100 years', '100 years', '100 years', '100 years')$$);
+SELECT pg_temp.try($$SELECT jobqueue.jq_create_queue('hostile_min', 1,
+	'1 microsecond', '1 microsecond', '1 microsecond', '1 microsecond', '1 microsecond')$$);
+SELECT pg_temp.try($$SELECT jobqueue.jq_create_queue('hostile_mixed',
+	lease_duration => '1 mon -30 days 1 second')$$);
+SELECT queue_name, max_attempts, lease_duration, max_runtime, backoff_base, backoff_max, retention
+FROM jobqueue.queues WHERE queue_name LIKE 'hostile\_%' ORDER BY queue_name;
+
+-- jq_alter_queue: NULL leaves a setting alone, including notify
+SELECT pg_temp.try($$SELECT jobqueue.jq_alter_queue('hostile', NULL, NULL, NULL, NULL, NULL, NULL, NULL)$$);
+-- jq_drop_queue: force must not be NULL
+SELECT pg_temp.try($$SELECT jobqueue.jq_drop_queue('hostile_min', NULL)$$);
+
+--------------------------------------------------------------------------
+-- jq_enqueue
+--------------------------------------------------------------------------
+SELECT pg_temp.try($$SELECT jobqueue.jq_enqueue('hostile', NULL)$$) AS null_payload;
+SELECT pg_temp.try($$SELECT jobqueue.jq_enqueue('hostile', '{}', NULL)$$) AS null_priority;
+-- NULL run_at, max_attempts and idempotency key mean "the default"
+SELECT pg_temp.try($$SELECT jobqueue.jq_enqueue('hostile', '{"null_args": 1}', 0, NULL, NULL, NULL) > 0$$);
+SELECT max_attempts, idempotency_key IS NULL AS no_key, available_at <= pg_catalog.now() AS ready
+FROM jobqueue.jobs WHERE queue_name = 'hostile' AND payload = '{"null_args": 1}';
+
+-- priorities: any int, including the extremes
+SELECT v.val, pg_temp.try(pg_catalog.format(
+		'SELECT jobqueue.jq_enqueue(''hostile'', ''{"priority": %s}'', %s) > 0', v.val, v.val)) AS result
+FROM pg_catalog.unnest(ARRAY['2147483647', '-2147483648']) AS v(val);
+
+-- max_attempts
+SELECT v.val, pg_temp.try(pg_catalog.format(
+		'SELECT jobqueue.jq_enqueue(''hostile'', ''{}'', 0, NULL, %s) > 0', v.val)) AS result
+FROM pg_catalog.unnest(ARRAY['0', '-1', '-2147483648', '2147483647']) AS v(val);
+
+-- run_at: must be finite; the ends of the timestamp range are fine
+SELECT v.val, pg_temp.try(pg_catalog.format(
+		'SELECT jobqueue.jq_enqueue(''hostile'', ''{"run_at": %s}'', 0, %L) > 0',
+		pg_catalog.to_json(v.val), v.val)) AS result
+FROM pg_catalog.unnest(ARRAY['infinity', '-infinity', '294276-12-31 23:59:59+00',
+							 '4713-01-01 00:00:00+00 BC']) AS v(val);
+
+-- idempotency keys: not empty, at most 512 bytes; the same key twice gives
+-- the same job
+SELECT v.label, pg_temp.try(pg_catalog.format(
+		'SELECT jobqueue.jq_enqueue(''hostile'', ''{}'', 0, NULL, NULL, %s) > 0', v.expr)) AS result
+FROM (VALUES ('empty', $$''$$),
+			 ('513 bytes', $$pg_catalog.repeat('k', 513)$$),
+			 ('1 MB', $$pg_catalog.repeat('k', 1024 * 1024)$$),
+			 ('512 bytes', $$pg_catalog.repeat('k', 512)$$)) AS v(label, expr);
+SELECT jobqueue.jq_enqueue('hostile', '{"again": 1}', 0, NULL, NULL, pg_catalog.repeat('k', 512)) =
+	(SELECT id FROM jobqueue.jobs
+	 WHERE queue_name = 'hostile' AND idempotency_key = pg_catalog.repeat('k', 512)) AS same_job;
+SELECT count(*) AS jobs_with_key FROM jobqueue.jobs
+WHERE queue_name = 'hostile' AND idempotency_key = pg_catalog.repeat('k', 512);
+
+-- payloads: JSON null and empty containers are payloads like any other
+SELECT v.val, pg_temp.try(pg_catalog.format(
+		'SELECT jobqueue.jq_enqueue(''hostile'', %L::jsonb) > 0', v.val)) AS result
+FROM pg_catalog.unnest(ARRAY['null', '{}', '[]', '""', '0']) AS v(val);
+
+-- 10,000 levels of nesting are stored and handed out whole; 100,000 levels
+-- cannot even be built (the jsonb input function's stack check)
+SELECT pg_temp.try($$SELECT jobqueue.jq_enqueue('hostile_max',
+	(pg_catalog.repeat('[', 10000) || '"deep"' || pg_catalog.repeat(']', 10000))::jsonb) > 0$$);
+SELECT pg_temp.try($$SELECT jobqueue.jq_enqueue('hostile_max',
+	(pg_catalog.repeat('[', 100000) || pg_catalog.repeat(']', 100000))::jsonb) > 0$$);
+SELECT pg_catalog.length(c.payload::text) AS payload_length, c.attempt
+FROM jobqueue.jq_claim('hostile_max', 1, 'deep') c;
+
+-- oversize payloads: over jobqueue.max_payload_size is program_limit_exceeded,
+-- also when the value is compressed (the limit is on the raw size)
+SELECT pg_temp.try($$SELECT jobqueue.jq_enqueue('hostile',
+	pg_catalog.to_jsonb(pg_catalog.repeat('x', 1024 * 1024))) > 0$$) AS over_1mb;
+CREATE TEMP TABLE compressed AS
+	SELECT pg_catalog.to_jsonb(pg_catalog.repeat('x', 2 * 1024 * 1024)) AS payload;
+SELECT pg_catalog.pg_column_size(payload) < 1024 * 1024 AS stored_compressed FROM compressed;
+SELECT pg_temp.try($$SELECT jobqueue.jq_enqueue('hostile', payload) > 0 FROM compressed$$) AS compressed_over_1mb;
+-- the boundary: a string payload of n bytes takes n + 8 bytes as jsonb
+SET jobqueue.max_payload_size = 100;
+SELECT v.n, pg_temp.try(pg_catalog.format(
+		'SELECT jobqueue.jq_enqueue(''hostile'', pg_catalog.to_jsonb(pg_catalog.repeat(''x'', %s))) > 0', v.n)) AS enqueue,
+	pg_temp.try(pg_catalog.format(
+		'SELECT count(*) FROM jobqueue.jq_enqueue_many(''hostile'', ARRAY[pg_catalog.to_jsonb(pg_catalog.repeat(''x'', %s))])', v.n)) AS enqueue_many
+FROM pg_catalog.unnest(ARRAY[92, 93]) AS v(n);
+RESET jobqueue.max_payload_size;
+
+--------------------------------------------------------------------------
+-- jq_enqueue_many
+--------------------------------------------------------------------------
+SELECT v.label, pg_temp.try('SELECT count(*) FROM jobqueue.jq_enqueue_many(''hostile'', ' || v.expr || ')') AS result
+FROM (VALUES
+		(1, 'NULL array', $$NULL$$),
+		(2, 'NULL priority', $$'{"{}"}', NULL$$),
+		(3, 'NULL run_at', $$'{"{}"}', 0, NULL$$),
+		(4, 'infinite run_at', $$'{"{}"}', 0, 'infinity'$$),
+		(5, 'empty array', $$'{}'$$),
+		(6, 'NULL element', $$ARRAY[NULL::jsonb]$$),
+		(7, 'NULL among elements', $$ARRAY['{}', NULL, '{}']::jsonb[]$$),
+		(8, 'two dimensions', $$'{{"{}","{}"},{"{}","{}"}}'$$),
+		(9, 'lower bound 5', $$'[5:6]={"{}","{}"}'$$),
+		(10, 'one oversize element', $$ARRAY['{}', pg_catalog.to_jsonb(pg_catalog.repeat('x', 1024 * 1024))]$$),
+		(11, '10,000 elements', $$(SELECT pg_catalog.array_agg(pg_catalog.jsonb_build_object('bulk', g)) FROM pg_catalog.generate_series(1, 10000) g)$$),
+		(12, 'extreme priority', $$'{"{}"}', -2147483648$$))
+	AS v(ord, label, expr)
+ORDER BY v.ord;
+-- the 10,000 ids came back in payload order
+SELECT count(*) AS bulk_jobs,
+	bool_and(j.payload->'bulk' = pg_catalog.to_jsonb(j.id - m.min_id + 1)) AS in_order
+FROM jobqueue.jobs j,
+	(SELECT min(id) AS min_id FROM jobqueue.jobs
+	 WHERE queue_name = 'hostile' AND payload ? 'bulk') m
+WHERE j.queue_name = 'hostile' AND j.payload ? 'bulk';
+DELETE FROM jobqueue.jobs WHERE queue_name = 'hostile' AND payload ? 'bulk';
+
+--------------------------------------------------------------------------
+-- jq_claim
+--------------------------------------------------------------------------
+SELECT jobqueue.jq_pause_queue('hostile_min');
+SELECT v.label, pg_temp.try('SELECT count(*) FROM jobqueue.jq_claim(' || v.args || ')') AS result
+FROM (VALUES
+		(1, 'NULL n', $$'hostile_min', NULL, 'w'$$),
+		(2, 'NULL owner', $$'hostile_min', 1, NULL$$),
+		(3, 'n = 0', $$'hostile_min', 0, 'w'$$),
+		(4, 'n = -1', $$'hostile_min', -1, 'w'$$),
+		(5, 'n = int min', $$'hostile_min', -2147483648, 'w'$$),
+		(6, 'n = int max', $$'hostile_min', 2147483647, 'w'$$),
+		(7, 'n = max_claim_batch + 1', $$'hostile_min', 1001, 'w'$$),
+		(8, 'n = max_claim_batch', $$'hostile_min', 1000, 'w'$$),
+		(9, 'empty owner', $$'hostile_min', 1, ''$$),
+		(10, '1 MB owner', $$'hostile_min', 1, pg_catalog.repeat('o', 1024 * 1024)$$),
+		(11, '257-byte owner', $$'hostile_min', 1, pg_catalog.repeat('o', 257)$$),
+		(12, '256-byte owner', $$'hostile_min', 1, pg_catalog.repeat('o', 256)$$),
+		(13, 'NULL lease', $$'hostile_min', 1, 'w', NULL$$))
+	AS v(ord, label, args)
+ORDER BY v.ord;
+SELECT i.label, pg_temp.try(pg_catalog.format(
+		'SELECT count(*) FROM jobqueue.jq_claim(''hostile_min'', 1, ''w'', %L::interval)', i.val)) AS result
+FROM bad_intervals i ORDER BY i.ord;
+-- a huge n is fine once max_claim_batch allows it; the paused queue hands out nothing
+SET jobqueue.max_claim_batch = 1000000;
+SELECT pg_temp.try($$SELECT count(*) FROM jobqueue.jq_claim('hostile_min', 1000000, 'w')$$);
+RESET jobqueue.max_claim_batch;
+SELECT count(*) AS pending_in_paused_queue FROM jobqueue.jobs
+WHERE queue_name = 'hostile_min' AND status = 'pending';
+
+--------------------------------------------------------------------------
+-- Functions on one job: unknown ids and tokens, NULLs, extremes
+--------------------------------------------------------------------------
+-- ids and tokens that match nothing: false or NULL, and nothing changes
+SELECT v.id, v.token,
+	pg_temp.try(pg_catalog.format('SELECT jobqueue.jq_complete(%s, %s)', v.id, v.token)) AS complete,
+	pg_temp.try(pg_catalog.format('SELECT jobqueue.jq_fail(%s, %s, ''E'')', v.id, v.token)) AS fail,
+	pg_temp.try(pg_catalog.format('SELECT jobqueue.jq_heartbeat(%s, %s)', v.id, v.token)) AS heartbeat,
+	pg_temp.try(pg_catalog.format('SELECT jobqueue.jq_release(%s, %s)', v.id, v.token)) AS release
+FROM (VALUES
+		('0', '0'),
+		('-1', '1'),
+		('9223372036854775807', '9223372036854775807'),
+		('-9223372036854775808', '-9223372036854775808'),
+		('(SELECT jid FROM ctx)', '0'),
+		('(SELECT jid FROM ctx)', '(SELECT tok FROM ctx) + 1'),
+		('(SELECT jid FROM ctx)', '(SELECT tok FROM ctx) - 1'),
+		('(SELECT jid FROM ctx)', '-9223372036854775808'),
+		('(SELECT jid FROM ctx)', '9223372036854775807'),
+		('(SELECT jid FROM ctx) + 1000000', '(SELECT tok FROM ctx)')) AS v(id, token);
+SELECT v.id,
+	pg_temp.try(pg_catalog.format('SELECT jobqueue.jq_cancel(%s)', v.id)) AS cancel,
+	pg_temp.try(pg_catalog.format('SELECT jobqueue.jq_retry(%s)', v.id)) AS retry
+FROM pg_catalog.unnest(ARRAY['0', '-1', '9223372036854775807', '-9223372036854775808',
+							 '(SELECT jid FROM ctx) + 1000000', 'NULL']) AS v(id);
+
+-- NULL in each argument
+SELECT v.label, pg_temp.try(v.stmt) AS result
+FROM (VALUES
+		(1, 'complete(NULL, token)', $$SELECT jobqueue.jq_complete(NULL, (SELECT tok FROM ctx))$$),
+		(2, 'complete(id, NULL)', $$SELECT jobqueue.jq_complete((SELECT jid FROM ctx), NULL)$$),
+		(3, 'fail(NULL, ...)', $$SELECT jobqueue.jq_fail(NULL, (SELECT tok FROM ctx), 'E')$$),
+		(4, 'fail(id, NULL, ...)', $$SELECT jobqueue.jq_fail((SELECT jid FROM ctx), NULL, 'E')$$),
+		(5, 'fail(error_code NULL)', $$SELECT jobqueue.jq_fail((SELECT jid FROM ctx), (SELECT tok FROM ctx), NULL)$$),
+		(6, 'fail(retryable NULL)', $$SELECT jobqueue.jq_fail((SELECT jid FROM ctx), (SELECT tok FROM ctx), 'E', 'm', NULL)$$),
+		(7, 'heartbeat(NULL, token)', $$SELECT jobqueue.jq_heartbeat(NULL, (SELECT tok FROM ctx))$$),
+		(8, 'heartbeat(id, NULL)', $$SELECT jobqueue.jq_heartbeat((SELECT jid FROM ctx), NULL)$$),
+		(9, 'release(NULL, token)', $$SELECT jobqueue.jq_release(NULL, (SELECT tok FROM ctx))$$),
+		(10, 'release(id, NULL)', $$SELECT jobqueue.jq_release((SELECT jid FROM ctx), NULL)$$),
+		(11, 'release(delay NULL)', $$SELECT jobqueue.jq_release((SELECT jid FROM ctx), (SELECT tok FROM ctx), NULL)$$),
+		(12, 'retry(id, infinity)', $$SELECT jobqueue.jq_retry((SELECT jid FROM ctx), 'infinity')$$),
+		(13, 'retry(id, -infinity)', $$SELECT jobqueue.jq_retry((SELECT jid FROM ctx), '-infinity')$$),
+		(14, 'fail(empty error_code)', $$SELECT jobqueue.jq_fail((SELECT jid FROM ctx), (SELECT tok FROM ctx), '')$$),
+		(15, 'fail(129-byte error_code)', $$SELECT jobqueue.jq_fail((SELECT jid FROM ctx), (SELECT tok FROM ctx), pg_catalog.repeat('E', 129))$$),
+		(16, 'fail(1 MB error_code)', $$SELECT jobqueue.jq_fail((SELECT jid FROM ctx), (SELECT tok FROM ctx), pg_catalog.repeat('E', 1024 * 1024))$$))
+	AS v(ord, label, stmt)
+ORDER BY v.ord;
+
+-- hostile intervals: retry_in and delay may be zero, extend may not
+SELECT i.label,
+	pg_temp.try(pg_catalog.format(
+		'SELECT jobqueue.jq_fail((SELECT jid FROM ctx), (SELECT tok FROM ctx) + 1, ''E'', NULL, true, %L::interval)', i.val)) AS fail_retry_in,
+	pg_temp.try(pg_catalog.format(
+		'SELECT jobqueue.jq_heartbeat((SELECT jid FROM ctx), (SELECT tok FROM ctx) + 1, %L::interval)', i.val)) AS heartbeat_extend,
+	pg_temp.try(pg_catalog.format(
+		'SELECT jobqueue.jq_release((SELECT jid FROM ctx), (SELECT tok FROM ctx) + 1, %L::interval)', i.val)) AS release_delay
+FROM bad_intervals i ORDER BY i.ord;
+
+-- the lease holder: heartbeat with the largest extension is capped at
+-- max_runtime, then a 1 MB error message is cut to max_error_length bytes
+-- on a character boundary
+SELECT jobqueue.jq_heartbeat(jid, tok, '100 years') =
+	(SELECT started_at + interval '2 hours' FROM jobqueue.jobs WHERE id = jid) AS capped_at_max_runtime
+FROM ctx;
+SET jobqueue.max_error_length = 1001;
+SELECT jobqueue.jq_fail(jid, tok, pg_catalog.repeat('E', 128), pg_catalog.repeat('é', 1024 * 1024), true, '0')
+FROM ctx;
+RESET jobqueue.max_error_length;
+SELECT pg_catalog.octet_length(errors->-1->>'message') AS message_bytes,
+	pg_catalog.length(errors->-1->>'message') AS message_chars,
+	pg_catalog.length(last_error_code) AS code_length, status, attempt_count
+FROM jobqueue.jobs WHERE id = (SELECT jid FROM ctx);
+
+--------------------------------------------------------------------------
+-- jq_complete_many
+--------------------------------------------------------------------------
+-- claim everything ready in the queue, which includes the job of ctx again
+UPDATE ctx SET tok = c.token FROM jobqueue.jq_claim('hostile', 1000, 'w2') c WHERE c.id = ctx.jid;
+SELECT tok AS token_of_second_claim FROM ctx;
+SELECT v.label, pg_temp.try('SELECT count(*) FROM jobqueue.jq_complete_many(' || v.args || ')') AS result
+FROM (VALUES
+		(1, 'NULL ids', $$NULL, '{1}'$$),
+		(2, 'NULL tokens', $$'{1}', NULL$$),
+		(3, 'both empty', $$'{}', '{}'$$),
+		(4, 'different lengths', $$'{1,2}', '{1}'$$),
+		(5, 'empty and not', $$'{}', '{1}'$$),
+		(6, 'NULL element in ids', $$ARRAY[NULL, 1]::bigint[], '{1,1}'$$),
+		(7, 'NULL element in tokens', $$'{1,1}', ARRAY[1, NULL]::bigint[]$$),
+		(8, 'two dimensions', $$'{{1,2},{3,4}}', '{{1,2},{3,4}}'$$),
+		(9, 'two dimensions, same count', $$'{1,2}', '{{1},{2}}'$$),
+		(10, 'lower bound 5', $$'[5:6]={1,2}', '{1,2}'$$),
+		(11, 'extremes', $$'{-9223372036854775808,9223372036854775807}', '{9223372036854775807,-9223372036854775808}'$$),
+		(12, '100,000 unknown ids', $$(SELECT pg_catalog.array_agg(-g::bigint) FROM pg_catalog.generate_series(1, 100000) g), pg_catalog.array_fill(1::bigint, ARRAY[100000])$$),
+		(13, 'right job, wrong token', $$ARRAY[(SELECT jid FROM ctx)], ARRAY[(SELECT tok FROM ctx) - 1]$$))
+	AS v(ord, label, args)
+ORDER BY v.ord;
+-- the same job twice with its token: completed once, reported once
+SELECT count(*) AS completed FROM ctx,
+	jobqueue.jq_complete_many(ARRAY[jid, jid, -1], ARRAY[tok, tok, tok]);
+SELECT status FROM jobqueue.jobs WHERE id = (SELECT jid FROM ctx);
+
+--------------------------------------------------------------------------
+-- jq_retry, jq_retry_dead, jq_reap, jq_purge, jq_explain_claim
+--------------------------------------------------------------------------
+SELECT jobqueue.jq_cancel(id) AS cancelled FROM jobqueue.jobs
+WHERE queue_name = 'hostile' AND payload = '{"null_args": 1}';
+SELECT v.label, pg_temp.try(v.stmt) AS result
+FROM (VALUES
+		(1, 'retry_dead(error_code empty)', $$SELECT jobqueue.jq_retry_dead('hostile', '')$$),
+		(2, 'retry_dead(error_code 1 MB)', $$SELECT jobqueue.jq_retry_dead('hostile', pg_catalog.repeat('E', 1024 * 1024))$$),
+		(3, 'retry_dead(max_jobs NULL)', $$SELECT jobqueue.jq_retry_dead('hostile', NULL, NULL)$$),
+		(4, 'retry_dead(max_jobs 0)', $$SELECT jobqueue.jq_retry_dead('hostile', NULL, 0)$$),
+		(5, 'retry_dead(max_jobs int min)', $$SELECT jobqueue.jq_retry_dead('hostile', NULL, -2147483648)$$),
+		(6, 'retry_dead(unknown code, max_jobs int max)', $$SELECT jobqueue.jq_retry_dead('hostile', 'NO_SUCH_CODE', 2147483647)$$),
+		(7, 'reap(NULL)', $$SELECT jobqueue.jq_reap(NULL)$$),
+		(8, 'reap(0)', $$SELECT jobqueue.jq_reap(0)$$),
+		(9, 'reap(int min)', $$SELECT jobqueue.jq_reap(-2147483648)$$),
+		(10, 'reap(int max)', $$SELECT jobqueue.jq_reap(2147483647) >= 0$$),
+		(11, 'purge(max_jobs NULL)', $$SELECT jobqueue.jq_purge('hostile', NULL, NULL)$$),
+		(12, 'purge(max_jobs 0)', $$SELECT jobqueue.jq_purge('hostile', NULL, 0)$$),
+		(13, 'purge(max_jobs int min)', $$SELECT jobqueue.jq_purge('hostile', NULL, -2147483648)$$),
+		(14, 'purge(retention, int max)', $$SELECT jobqueue.jq_purge('hostile', NULL, 2147483647)$$),
+		(15, 'explain_claim(n NULL)', $$SELECT count(*) FROM jobqueue.jq_explain_claim('hostile', NULL)$$),
+		(16, 'explain_claim(n 0)', $$SELECT count(*) FROM jobqueue.jq_explain_claim('hostile', 0)$$),
+		(17, 'explain_claim(n int max)', $$SELECT count(*) > 0 FROM jobqueue.jq_explain_claim('hostile', 2147483647)$$),
+		(18, 'retry(succeeded job)', $$SELECT jobqueue.jq_retry((SELECT jid FROM ctx))$$),
+		(19, 'retry(cancelled job, run_at at the end of time)', $$SELECT jobqueue.jq_retry((SELECT id FROM jobqueue.jobs WHERE queue_name = 'hostile' AND payload = '{"null_args": 1}'), '294276-12-31 23:59:59+00')$$))
+	AS v(ord, label, stmt)
+ORDER BY v.ord;
+SELECT i.label, pg_temp.try(pg_catalog.format(
+		'SELECT jobqueue.jq_purge(''hostile_min'', %L::interval)', i.val)) AS purge_older_than
+FROM bad_intervals i ORDER BY i.ord;
+
+-- the cast itself refuses intervals that PostgreSQL 15 cannot represent
+SELECT pg_temp.try($$SELECT jobqueue.jq_purge('hostile', 'infinity'::interval)$$) AS infinite;
+SELECT pg_temp.try($$SELECT jobqueue.jq_purge('hostile', interval '1 second' * 'NaN'::float8)$$) AS nan;
+
+--------------------------------------------------------------------------
+-- Stored values out of the functions' reach: a job whose counters are at
+-- the end of their range, put there by hand, errors cleanly when claimed
+-- and changes nothing
+--------------------------------------------------------------------------
+SELECT jobqueue.jq_create_queue('hostile_edge');
+SELECT jobqueue.jq_enqueue('hostile_edge', '{}', 0, NULL, 2147483647) > 0 AS enqueued;
+UPDATE jobqueue.jobs SET lease_token = 9223372036854775807 WHERE queue_name = 'hostile_edge';
+SELECT pg_temp.try($$SELECT count(*) FROM jobqueue.jq_claim('hostile_edge', 1, 'w')$$) AS token_at_max;
+UPDATE jobqueue.jobs SET lease_token = 0, attempt_count = 2147483647 WHERE queue_name = 'hostile_edge';
+SELECT pg_temp.try($$SELECT count(*) FROM jobqueue.jq_claim('hostile_edge', 1, 'w')$$) AS attempts_at_max;
+-- a lease policy that only a direct UPDATE can store
+UPDATE jobqueue.jobs SET attempt_count = 0 WHERE queue_name = 'hostile_edge';
+UPDATE jobqueue.queues SET lease_duration = '1000000 years', max_runtime = '1000000 years'
+WHERE queue_name = 'hostile_edge';
+SELECT pg_temp.try($$SELECT count(*) FROM jobqueue.jq_claim('hostile_edge', 1, 'w')$$) AS lease_out_of_range;
+SELECT status, attempt_count, lease_token FROM jobqueue.jobs WHERE queue_name = 'hostile_edge';
+
+--------------------------------------------------------------------------
+-- A read-only transaction: every writing function refuses cleanly
+--------------------------------------------------------------------------
+BEGIN READ ONLY;
+SELECT pg_temp.try($$SELECT jobqueue.jq_enqueue('hostile', '{}')$$) AS enqueue;
+SELECT pg_temp.try($$SELECT count(*) FROM jobqueue.jq_claim('hostile', 1, 'w')$$) AS claim;
+SELECT pg_temp.try($$SELECT jobqueue.jq_reap()$$) AS reap;
+SELECT pg_temp.try($$SELECT jobqueue.jq_create_queue('hostile_ro')$$) AS create_queue;
+COMMIT;
+
+--------------------------------------------------------------------------
+-- Every function of the extension was called above.  A new function must
+-- be added to this test (and to this list) with its own hostile calls.
+--------------------------------------------------------------------------
+SELECT p.oid::regprocedure AS not_covered
+FROM pg_catalog.pg_depend d
+	JOIN pg_catalog.pg_proc p ON p.oid = d.objid
+WHERE d.classid = 'pg_catalog.pg_proc'::regclass AND d.deptype = 'e'
+	AND d.refobjid = (SELECT oid FROM pg_catalog.pg_extension WHERE extname = 'jobqueue')
+	AND p.proname NOT IN ('jq_create_queue', 'jq_alter_queue', 'jq_drop_queue',
+						  'jq_pause_queue', 'jq_resume_queue', 'jq_enqueue',
+						  'jq_enqueue_many', 'jq_claim', 'jq_complete',
+						  'jq_complete_many', 'jq_fail', 'jq_heartbeat',
+						  'jq_release', 'jq_cancel', 'jq_retry', 'jq_retry_dead',
+						  'jq_reap', 'jq_purge', 'jq_explain_claim')
+ORDER BY 1;
+
+-- clean up
+SELECT jobqueue.jq_drop_queue(q, force => true)
+FROM pg_catalog.unnest(ARRAY['hostile', 'hostile_max', 'hostile_min',
+							 'hostile_mixed', 'hostile_edge']) AS q;
+SELECT count(*) AS leftover_jobs FROM jobqueue.jobs WHERE queue_name LIKE 'hostile%';
