@@ -1,0 +1,219 @@
+--
+-- pgTAP: the schema of jobqueue 1.0 -- types, tables, columns, keys,
+-- indexes and the signatures of the SQL functions.  Objects added by later
+-- versions are not checked here, and nothing asserts that these are the
+-- only objects.
+--
+\set QUIET 1
+\set ON_ERROR_STOP 1
+\pset format unaligned
+\pset tuples_only true
+\pset pager off
+
+BEGIN;
+CREATE EXTENSION pgtap;
+CREATE EXTENSION jobqueue;
+-- names in the expected text are schema-qualified; intervals in the
+-- default style
+SET LOCAL search_path = public;
+SET LOCAL intervalstyle = postgres;
+
+SELECT * FROM no_plan();
+
+--
+-- schema and extension
+--
+SELECT has_schema('jobqueue');
+SELECT has_extension('jobqueue', 'jobqueue', 'extension jobqueue is in schema jobqueue');
+SELECT is((SELECT extrelocatable FROM pg_extension WHERE extname = 'jobqueue'), false,
+	'jobqueue is not relocatable');
+
+--
+-- job_status
+--
+SELECT has_enum('jobqueue', 'job_status', 'enum jobqueue.job_status exists');
+SELECT enum_has_labels('jobqueue', 'job_status',
+	ARRAY['pending', 'running', 'succeeded', 'dead', 'cancelled']);
+
+--
+-- jobqueue.queues
+--
+SELECT has_table('jobqueue', 'queues', 'table jobqueue.queues exists');
+SELECT has_pk('jobqueue', 'queues', 'jobqueue.queues has a primary key');
+SELECT col_is_pk('jobqueue', 'queues', 'queue_name', 'queues.queue_name is the primary key');
+
+SELECT col_type_is('jobqueue', 'queues', c.col, c.typ, format('queues.%s is %s', c.col, c.typ))
+FROM (VALUES ('queue_name', 'text'), ('max_attempts', 'integer'),
+	('lease_duration', 'interval'), ('max_runtime', 'interval'),
+	('backoff_base', 'interval'), ('backoff_max', 'interval'),
+	('retention', 'interval'), ('paused', 'boolean'), ('notify', 'boolean'),
+	('created_at', 'timestamp with time zone')) c(col, typ);
+SELECT col_not_null('jobqueue', 'queues', c.col, format('queues.%s is not null', c.col))
+FROM unnest(ARRAY['queue_name', 'max_attempts', 'lease_duration', 'max_runtime',
+	'backoff_base', 'backoff_max', 'retention', 'paused', 'notify', 'created_at']) c(col);
+SELECT col_default_is('jobqueue', 'queues', c.col, c.def, format('queues.%s defaults to %s', c.col, c.def))
+FROM (VALUES ('max_attempts', '8'), ('lease_duration', '60 seconds'),
+	('max_runtime', '1 hour'), ('backoff_base', '10 seconds'),
+	('backoff_max', '1 hour'), ('retention', '7 days'), ('paused', 'false'),
+	('notify', 'true'), ('created_at', 'now()')) c(col, def);
+SELECT col_hasnt_default('jobqueue', 'queues', 'queue_name', 'queues.queue_name has no default');
+SELECT col_has_check('jobqueue', 'queues', c.col, format('queues.%s has a check constraint', c.col))
+FROM unnest(ARRAY['queue_name', 'max_attempts', 'lease_duration', 'max_runtime',
+	'backoff_base', 'backoff_max', 'retention']) c(col);
+
+--
+-- jobqueue.jobs
+--
+SELECT has_table('jobqueue', 'jobs', 'table jobqueue.jobs exists');
+SELECT has_pk('jobqueue', 'jobs', 'jobqueue.jobs has a primary key');
+SELECT col_is_pk('jobqueue', 'jobs', 'id', 'jobs.id is the primary key');
+SELECT is((SELECT attidentity::text FROM pg_attribute
+	WHERE attrelid = 'jobqueue.jobs'::regclass AND attname = 'id'), 'a',
+	'jobs.id is generated always as identity');
+
+SELECT col_type_is('jobqueue', 'jobs', c.col, c.typ, format('jobs.%s is %s', c.col, c.typ))
+FROM (VALUES ('id', 'bigint'), ('queue_name', 'text'), ('payload', 'jsonb'),
+	('status', 'jobqueue.job_status'), ('priority', 'integer'),
+	('available_at', 'timestamp with time zone'), ('attempt_count', 'integer'),
+	('max_attempts', 'integer'), ('lease_owner', 'text'), ('lease_token', 'bigint'),
+	('lease_expires_at', 'timestamp with time zone'),
+	('started_at', 'timestamp with time zone'),
+	('finished_at', 'timestamp with time zone'),
+	('created_at', 'timestamp with time zone'), ('idempotency_key', 'text'),
+	('last_error_code', 'text'), ('errors', 'jsonb')) c(col, typ);
+SELECT col_not_null('jobqueue', 'jobs', c.col, format('jobs.%s is not null', c.col))
+FROM unnest(ARRAY['id', 'queue_name', 'payload', 'status', 'priority', 'available_at',
+	'attempt_count', 'max_attempts', 'lease_token', 'created_at', 'errors']) c(col);
+SELECT col_is_null('jobqueue', 'jobs', c.col, format('jobs.%s is nullable', c.col))
+FROM unnest(ARRAY['lease_owner', 'lease_expires_at', 'started_at', 'finished_at',
+	'idempotency_key', 'last_error_code']) c(col);
+SELECT col_default_is('jobqueue', 'jobs', c.col, c.def, format('jobs.%s defaults to %s', c.col, c.def))
+FROM (VALUES ('status', 'pending'), ('priority', '0'), ('available_at', 'now()'),
+	('attempt_count', '0'), ('lease_token', '0'), ('created_at', 'now()'),
+	('errors', '[]')) c(col, def);
+SELECT col_hasnt_default('jobqueue', 'jobs', c.col, format('jobs.%s has no default', c.col))
+FROM unnest(ARRAY['queue_name', 'payload', 'max_attempts', 'lease_owner',
+	'lease_expires_at', 'started_at', 'finished_at', 'idempotency_key',
+	'last_error_code']) c(col);
+
+-- no foreign key from jobs to queues: its check would lock the queue's row
+-- at every enqueue
+SELECT hasnt_fk('jobqueue', 'jobs', 'jobqueue.jobs has no foreign key');
+SELECT col_isnt_fk('jobqueue', 'jobs', 'queue_name', 'jobs.queue_name is not a foreign key');
+
+--
+-- indexes, with their columns and partial predicates
+--
+SELECT has_index('jobqueue', 'queues', 'queues_pkey', 'queue_name', 'index queues_pkey exists');
+SELECT index_is_primary('jobqueue', 'queues', 'queues_pkey', 'queues_pkey is the primary key');
+SELECT has_index('jobqueue', 'jobs', 'jobs_pkey', 'id', 'index jobs_pkey exists');
+SELECT index_is_primary('jobqueue', 'jobs', 'jobs_pkey', 'jobs_pkey is the primary key');
+SELECT has_index('jobqueue', 'jobs', i.name, i.cols, format('index %s exists on (%s)', i.name, array_to_string(i.cols, ', ')))
+FROM (VALUES ('jobs_claim_idx', ARRAY['queue_name', 'priority', 'available_at', 'id']::name[]),
+	('jobs_lease_idx', ARRAY['lease_expires_at']::name[]),
+	('jobs_finished_idx', ARRAY['queue_name', 'finished_at']::name[]),
+	('jobs_dead_idx', ARRAY['queue_name', 'finished_at']::name[]),
+	('jobs_idempotency_key_idx', ARRAY['queue_name', 'idempotency_key']::name[])) i(name, cols);
+SELECT index_is_type('jobqueue', 'jobs', i.name, 'btree', format('%s is a btree index', i.name))
+FROM unnest(ARRAY['jobs_claim_idx', 'jobs_lease_idx', 'jobs_finished_idx',
+	'jobs_dead_idx', 'jobs_idempotency_key_idx']) i(name);
+SELECT index_is_unique('jobqueue', 'jobs', 'jobs_idempotency_key_idx',
+	'jobs_idempotency_key_idx is unique');
+SELECT isnt((SELECT indisunique FROM pg_index WHERE indexrelid = 'jobqueue.jobs_claim_idx'::regclass),
+	true, 'jobs_claim_idx is not unique');
+SELECT is(pg_get_indexdef(format('jobqueue.%s', i.name)::regclass), i.def,
+	format('definition of %s', i.name))
+FROM (VALUES
+	('jobs_claim_idx', 'CREATE INDEX jobs_claim_idx ON jobqueue.jobs USING btree (queue_name, priority DESC, available_at, id) WHERE (status = ''pending''::jobqueue.job_status)'),
+	('jobs_lease_idx', 'CREATE INDEX jobs_lease_idx ON jobqueue.jobs USING btree (lease_expires_at) WHERE (status = ''running''::jobqueue.job_status)'),
+	('jobs_finished_idx', 'CREATE INDEX jobs_finished_idx ON jobqueue.jobs USING btree (queue_name, finished_at) WHERE (status = ANY (ARRAY[''succeeded''::jobqueue.job_status, ''cancelled''::jobqueue.job_status]))'),
+	('jobs_dead_idx', 'CREATE INDEX jobs_dead_idx ON jobqueue.jobs USING btree (queue_name, finished_at) WHERE (status = ''dead''::jobqueue.job_status)'),
+	('jobs_idempotency_key_idx', 'CREATE UNIQUE INDEX jobs_idempotency_key_idx ON jobqueue.jobs USING btree (queue_name, idempotency_key) WHERE (idempotency_key IS NOT NULL)')
+) i(name, def);
+
+--
+-- the functions of 1.0: arguments with their names and defaults, result,
+-- language C, volatile, SECURITY DEFINER with a fixed search_path, and not
+-- strict (a NULL argument is an error that names it, not a NULL result)
+--
+CREATE TEMP TABLE fn (ord int, name name, argtypes name[], args text, result text);
+INSERT INTO fn VALUES
+	(1, 'jq_create_queue', '{text,integer,interval,interval,interval,interval,interval}',
+	 'queue_name text, max_attempts integer DEFAULT 8, lease_duration interval DEFAULT ''00:01:00''::interval, max_runtime interval DEFAULT ''01:00:00''::interval, backoff_base interval DEFAULT ''00:00:10''::interval, backoff_max interval DEFAULT ''01:00:00''::interval, retention interval DEFAULT ''7 days''::interval',
+	 'void'),
+	(2, 'jq_alter_queue', '{text,integer,interval,interval,interval,interval,interval,boolean}',
+	 'queue_name text, max_attempts integer DEFAULT NULL::integer, lease_duration interval DEFAULT NULL::interval, max_runtime interval DEFAULT NULL::interval, backoff_base interval DEFAULT NULL::interval, backoff_max interval DEFAULT NULL::interval, retention interval DEFAULT NULL::interval, notify boolean DEFAULT NULL::boolean',
+	 'void'),
+	(3, 'jq_drop_queue', '{text,boolean}', 'queue_name text, force boolean DEFAULT false', 'void'),
+	(4, 'jq_pause_queue', '{text}', 'queue_name text', 'void'),
+	(5, 'jq_resume_queue', '{text}', 'queue_name text', 'void'),
+	(6, 'jq_enqueue', '{text,jsonb,integer,timestamp with time zone,integer,text}',
+	 'queue_name text, payload jsonb, priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, max_attempts integer DEFAULT NULL::integer, idempotency_key text DEFAULT NULL::text',
+	 'bigint'),
+	(7, 'jq_enqueue_many', '{text,jsonb[],integer,timestamp with time zone}',
+	 'queue_name text, payloads jsonb[], priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone',
+	 'SETOF bigint'),
+	(8, 'jq_claim', '{text,integer,text,interval}',
+	 'queue_name text, n integer, owner text, lease interval DEFAULT NULL::interval',
+	 'TABLE(id bigint, payload jsonb, attempt integer, token bigint, lease_expires_at timestamp with time zone)'),
+	(9, 'jq_complete', '{bigint,bigint}', 'id bigint, token bigint', 'boolean'),
+	(10, 'jq_complete_many', '{bigint[],bigint[]}', 'ids bigint[], tokens bigint[]', 'SETOF bigint'),
+	(11, 'jq_fail', '{bigint,bigint,text,text,boolean,interval}',
+	 'id bigint, token bigint, error_code text, error_message text DEFAULT NULL::text, retryable boolean DEFAULT true, retry_in interval DEFAULT NULL::interval',
+	 'jobqueue.job_status'),
+	(12, 'jq_heartbeat', '{bigint,bigint,interval}',
+	 'id bigint, token bigint, extend interval DEFAULT NULL::interval', 'timestamp with time zone'),
+	(13, 'jq_release', '{bigint,bigint,interval}',
+	 'id bigint, token bigint, delay interval DEFAULT ''00:00:00''::interval', 'boolean'),
+	(14, 'jq_cancel', '{bigint}', 'id bigint', 'boolean'),
+	(15, 'jq_retry', '{bigint,timestamp with time zone}',
+	 'id bigint, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone', 'boolean'),
+	(16, 'jq_retry_dead', '{text,text,integer}',
+	 'queue_name text, error_code text DEFAULT NULL::text, max_jobs integer DEFAULT 1000', 'bigint'),
+	(17, 'jq_reap', '{integer}', 'max_jobs integer DEFAULT 10000', 'bigint'),
+	(18, 'jq_purge', '{text,interval,integer}',
+	 'queue_name text, older_than interval DEFAULT NULL::interval, max_jobs integer DEFAULT 10000', 'bigint'),
+	(19, 'jq_explain_claim', '{text,integer}', 'queue_name text, n integer DEFAULT 1', 'SETOF text');
+
+-- the function of each row, by its argument types
+CREATE FUNCTION pg_temp.fn_oid(fname name, argtypes name[]) RETURNS regprocedure
+LANGUAGE sql AS $$
+	SELECT to_regprocedure(format('jobqueue.%I(%s)', fname, array_to_string(argtypes, ',')))
+$$;
+
+SELECT has_function('jobqueue', name, argtypes) FROM fn ORDER BY ord;
+SELECT is(pg_get_function_arguments(pg_temp.fn_oid(name, argtypes)), args,
+	format('arguments of %s', name)) FROM fn ORDER BY ord;
+SELECT is(pg_get_function_result(pg_temp.fn_oid(name, argtypes)), result,
+	format('result of %s', name)) FROM fn ORDER BY ord;
+SELECT function_returns('jobqueue', 'jq_claim', ARRAY['text', 'integer', 'text', 'interval'],
+	'setof record');
+SELECT function_returns('jobqueue', 'jq_fail',
+	ARRAY['bigint', 'bigint', 'text', 'text', 'boolean', 'interval'], 'jobqueue.job_status');
+SELECT function_lang_is('jobqueue', name, argtypes, 'c') FROM fn ORDER BY ord;
+SELECT volatility_is('jobqueue', name, argtypes, 'volatile') FROM fn ORDER BY ord;
+SELECT is_definer('jobqueue', name, argtypes) FROM fn ORDER BY ord;
+SELECT is(p.proconfig, ARRAY['search_path=pg_catalog, pg_temp'],
+	format('%s runs with search_path = pg_catalog, pg_temp', fn.name))
+FROM fn JOIN pg_proc p ON p.oid = pg_temp.fn_oid(fn.name, fn.argtypes) ORDER BY fn.ord;
+SELECT is(p.proisstrict, false, format('%s is not strict', fn.name))
+FROM fn JOIN pg_proc p ON p.oid = pg_temp.fn_oid(fn.name, fn.argtypes) ORDER BY fn.ord;
+SELECT is(p.prosrc, fn.name::text, format('%s is the C function %s', fn.name, fn.name))
+FROM fn JOIN pg_proc p ON p.oid = pg_temp.fn_oid(fn.name, fn.argtypes) ORDER BY fn.ord;
+
+--
+-- the extension owns its objects (pg_dump and DROP EXTENSION see them)
+--
+SELECT is((SELECT count(*)::int FROM pg_depend d
+	WHERE d.refclassid = 'pg_extension'::regclass
+	  AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'jobqueue')
+	  AND d.deptype = 'e'
+	  AND ((d.classid = 'pg_proc'::regclass AND d.objid IN (SELECT pg_temp.fn_oid(name, argtypes) FROM fn))
+	    OR (d.classid = 'pg_class'::regclass AND d.objid IN ('jobqueue.jobs'::regclass, 'jobqueue.queues'::regclass))
+	    OR (d.classid = 'pg_type'::regclass AND d.objid = 'jobqueue.job_status'::regtype))),
+	22, 'the 19 functions, 2 tables and the enum belong to the extension');
+SELECT ok((SELECT 'jobqueue.jobs'::regclass = ANY (extconfig) AND 'jobqueue.queues'::regclass = ANY (extconfig)
+	FROM pg_extension WHERE extname = 'jobqueue'), 'pg_dump keeps the rows of jobs and queues');
+
+SELECT * FROM finish();
+ROLLBACK;
