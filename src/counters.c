@@ -148,6 +148,13 @@ jq_counters_init(void)
 							 PGC_SUSET, 0,
 							 NULL, NULL, NULL);
 
+	/*
+	 * A PGC_POSTMASTER variable can only be defined while preloading (the
+	 * postmaster refuses it later), and it only matters then.
+	 */
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+
 	DefineCustomIntVariable("jobqueue.max_counter_queues",
 							"Number of (database, queue) pairs the event counters can hold.",
 							"Events of further pairs are not counted until jobqueue.jq_counters_reset() frees entries.",
@@ -155,9 +162,6 @@ jq_counters_init(void)
 							1000, 16, 1000000,
 							PGC_POSTMASTER, 0,
 							NULL, NULL, NULL);
-
-	if (!process_shared_preload_libraries_in_progress)
-		return;
 
 #if PG_VERSION_NUM >= 150000
 	prev_shmem_request_hook = shmem_request_hook;
