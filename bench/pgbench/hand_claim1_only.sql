@@ -1,0 +1,12 @@
+-- Hand-written SQL: claim one job (latency of the claim alone).
+WITH c AS (SELECT j.id FROM jobqueue.jobs j
+            WHERE j.queue_name = :q AND j.status = 'pending' AND j.available_at <= now()
+            ORDER BY j.priority DESC, j.available_at, j.id
+            LIMIT 1 FOR UPDATE SKIP LOCKED),
+     u AS (UPDATE jobqueue.jobs j
+              SET status = 'running', attempt_count = j.attempt_count + 1,
+                  lease_owner = :owner, lease_token = j.lease_token + 1,
+                  started_at = now(), lease_expires_at = now() + interval '60 seconds'
+             FROM c WHERE j.id = c.id
+           RETURNING j.id, j.payload, j.attempt_count, j.lease_token, j.lease_expires_at)
+SELECT count(*) FROM u;
