@@ -242,7 +242,7 @@ extern void jq_shmem_init(void);
 extern JqWorkerSlot *jq_slot_find(Oid dboid);
 extern JqWorkerSlot *jq_slot_get(Oid dboid);
 extern bool jq_worker_running(Oid dboid);
-extern void jq_mark_queues(Oid dboid, List *names);
+extern void jq_mark_queues(Oid dboid, const char *const *names, int nnames);
 extern void jq_launcher_wake(bool rescan);
 extern void jq_launcher_register(void);
 extern void jq_utility_init(void);

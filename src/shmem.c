@@ -177,30 +177,30 @@ jq_worker_running(Oid dboid)
 }
 
 /*
- * Mark the queues in names (a List of C strings) as having new work in
- * database dboid and wake its worker.  Called at commit: must not raise an
- * error.  When the table of marks is full the slot remembers an overflow
+ * Mark the nnames queues in names as having new work in database dboid
+ * and wake its worker.  Called at commit: must not raise an error (and does
+ * not allocate).  When the table of marks is full the slot remembers an overflow
  * and the worker announces every queue.  With no slot (the database lost
  * its worker since the enqueue) the marks are dropped: the notification is
  * only a hint, and a worker that starts later announces what became ready.
  */
 void
-jq_mark_queues(Oid dboid, List *names)
+jq_mark_queues(Oid dboid, const char *const *names, int nnames)
 {
 	JqWorkerSlot *slot;
 	Latch	   *latch = NULL;
-	ListCell   *lc;
+	int			n;
 
-	if (jq_shared == NULL || names == NIL)
+	if (jq_shared == NULL || nnames == 0)
 		return;
 
 	LWLockAcquire(jq_shared->lock, LW_EXCLUSIVE);
 	slot = jq_slot_find(dboid);
 	if (slot != NULL)
 	{
-		foreach(lc, names)
+		for (n = 0; n < nnames; n++)
 		{
-			const char *name = (const char *) lfirst(lc);
+			const char *name = names[n];
 			bool		found = false;
 			int			i;
 

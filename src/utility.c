@@ -25,6 +25,7 @@
 #include "jobqueue.h"
 
 #include "access/xact.h"
+#include "catalog/pg_database.h"
 #include "commands/dbcommands.h"
 #include "commands/defrem.h"
 #include "miscadmin.h"
@@ -32,6 +33,7 @@
 #include "pgstat.h"
 #include "storage/latch.h"
 #include "tcop/utility.h"
+#include "utils/acl.h"
 #include "utils/timestamp.h"
 
 /* How long a worker is held off a database if the hold is never released */
@@ -130,6 +132,17 @@ jq_hold_database(const char *dbname)
 
 	if (!OidIsValid(dboid))
 		return;
+	/*
+	 * Only for the owner (or a superuser), who may run the command: nobody
+	 * else can make the worker of somebody's database step aside.
+	 */
+#if PG_VERSION_NUM >= 160000
+	if (!object_ownercheck(DatabaseRelationId, dboid, GetUserId()))
+		return;
+#else
+	if (!pg_database_ownercheck(dboid, GetUserId()))
+		return;
+#endif
 
 	jq_utility_register_callback();
 

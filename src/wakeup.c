@@ -52,16 +52,22 @@ jq_wakeup_xact_callback(XactEvent event, void *arg)
 	switch (event)
 	{
 		case XACT_EVENT_COMMIT:
-			if (pending_wakes != NIL)
 			{
-				List	   *names = NIL;
+				/* no allocation here: an error after commit would PANIC */
+				const char *names[16];
+				int			n = 0;
 				ListCell   *lc;
 
-				/* still in TopTransactionContext's lifetime */
 				foreach(lc, pending_wakes)
-					names = lappend(names,
-									((JqPendingWake *) lfirst(lc))->queue_name);
-				jq_mark_queues(MyDatabaseId, names);
+				{
+					names[n++] = ((JqPendingWake *) lfirst(lc))->queue_name;
+					if (n == lengthof(names))
+					{
+						jq_mark_queues(MyDatabaseId, names, n);
+						n = 0;
+					}
+				}
+				jq_mark_queues(MyDatabaseId, names, n);
 			}
 			pending_wakes = NIL;
 			break;
