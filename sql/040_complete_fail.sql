@@ -13,7 +13,7 @@ EXCEPTION WHEN OTHERS THEN
 END
 $$;
 
-SELECT jobqueue.jq_create_queue('q_sm', max_attempts => 5,
+SELECT jobqueue.jq_create_queue('q_sm', max_attempts => 5, lease_duration => '1 hour',
 	backoff_base => '10 seconds', backoff_max => '1 minute');
 
 --

@@ -15,7 +15,7 @@ $$;
 CREATE FUNCTION pg_temp.job_row(job bigint) RETURNS text
 LANGUAGE sql AS $$ SELECT row_to_json(j)::text FROM jobqueue.jobs j WHERE j.id = job $$;
 
-SELECT jobqueue.jq_create_queue('q_fence', lease_duration => '1 minute',
+SELECT jobqueue.jq_create_queue('q_fence', lease_duration => '10 minutes',
 	max_runtime => '1 hour', max_attempts => 5);
 
 --
@@ -85,19 +85,19 @@ WHERE queue_name = 'q_fence' AND payload->>'l' LIKE 'expired%' ORDER BY 1;
 -- jq_heartbeat
 --
 SELECT jobqueue.jq_enqueue('q_fence', '{"l": "hb"}') AS jid \gset
-SELECT token AS tok FROM jobqueue.jq_claim('q_fence', 1, 'worker-d', '10 seconds') \gset
--- without extend: now + the queue's lease_duration (1 minute)
+SELECT token AS tok FROM jobqueue.jq_claim('q_fence', 1, 'worker-d', '1 minute') \gset
+-- without extend: now + the queue's lease_duration (10 minutes)
 SELECT clock_timestamp() AS t0 \gset
 SELECT jobqueue.jq_heartbeat(:jid, :tok) AS hb \gset
-SELECT :'hb'::timestamptz BETWEEN :'t0'::timestamptz + interval '1 minute'
-                              AND clock_timestamp() + interval '1 minute' AS lease_duration_from_now,
+SELECT :'hb'::timestamptz BETWEEN :'t0'::timestamptz + interval '10 minutes'
+                              AND clock_timestamp() + interval '10 minutes' AS lease_duration_from_now,
        lease_expires_at = :'hb' AS stored
 FROM jobqueue.jobs WHERE id = :jid;
 -- with extend: now + extend, shorter than before is allowed
 SELECT clock_timestamp() AS t0 \gset
-SELECT jobqueue.jq_heartbeat(:jid, :tok, '5 seconds') AS hb \gset
-SELECT :'hb'::timestamptz BETWEEN :'t0'::timestamptz + interval '5 seconds'
-                              AND clock_timestamp() + interval '5 seconds' AS extend_from_now,
+SELECT jobqueue.jq_heartbeat(:jid, :tok, '5 minutes') AS hb \gset
+SELECT :'hb'::timestamptz BETWEEN :'t0'::timestamptz + interval '5 minutes'
+                              AND clock_timestamp() + interval '5 minutes' AS extend_from_now,
        lease_expires_at = :'hb' AS stored
 FROM jobqueue.jobs WHERE id = :jid;
 -- never past started_at + max_runtime (1 hour)
