@@ -85,12 +85,12 @@ SELECT jobqueue.jq_enqueue_many('q_enq', ARRAY['{}', jsonb_build_object('s', rep
 SELECT count(*) - :jobs_before AS jobs_added FROM jobqueue.jobs;
 RESET jobqueue.max_payload_size;
 -- only a superuser may raise it
-CREATE ROLE jq_regress_user;
-SET ROLE jq_regress_user;
+CREATE ROLE regress_jq_user;
+SET ROLE regress_jq_user;
 SET jobqueue.max_payload_size = '10MB';
 \echo :LAST_ERROR_SQLSTATE
 RESET ROLE;
-DROP ROLE jq_regress_user;
+DROP ROLE regress_jq_user;
 -- a payload stored compressed is still measured by its full size
 SET jobqueue.max_payload_size = '4kB';
 SELECT jobqueue.jq_enqueue('q_enq', jsonb_build_object('s', repeat('x', 100000)));
