@@ -23,7 +23,10 @@ FROM jobqueue.queues WHERE queue_name = 'q_admin';
 
 -- creating it again changes nothing and says so (deployments call it at start)
 SELECT jobqueue.jq_create_queue('q_admin', max_attempts => 2);
-\echo :LAST_ERROR_SQLSTATE
+-- the NOTICE's SQLSTATE is duplicate_object
+\set VERBOSITY sqlstate
+SELECT jobqueue.jq_create_queue('q_admin');
+\set VERBOSITY default
 SELECT max_attempts FROM jobqueue.queues WHERE queue_name = 'q_admin';
 
 -- a queue with every option given, by name
