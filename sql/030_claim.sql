@@ -18,8 +18,9 @@ SELECT jobqueue.jq_create_queue('q_claim_other');
 -- an empty queue gives no rows (and no made-up row)
 SELECT * FROM jobqueue.jq_claim('q_claim', 5, 'w1');
 
--- jobs with a label in the payload; created in one transaction, so that the
--- available_at of the jobs given no run_at is the order they were enqueued in
+-- jobs with a label in the payload, in one transaction so that the run_at
+-- values share one now(); a job given no run_at is available from the clock
+-- time of its enqueue, so these are in the order they were enqueued
 BEGIN;
 SELECT jobqueue.jq_enqueue('q_claim', '{"l": "p0-a"}') IS NOT NULL AS ok;
 SELECT jobqueue.jq_enqueue('q_claim', '{"l": "p0-b"}') IS NOT NULL AS ok;
