@@ -10,17 +10,21 @@
 -- try(stmt) runs a query that returns one column and prints either
 -- "ok: <values>" or "ERROR <sqlstate>: <message>".  When the call failed it
 -- also compares a fingerprint of jobqueue.queues and jobqueue.jobs taken
--- before and after, and says so if they differ.
+-- before and after, and says so if they differ.  The fingerprint is the set
+-- of visible row versions (their ctids): every insert, update or delete
+-- changes it, and it stays cheap with the large tables earlier tests leave.
 --
 SET client_min_messages = warning;
 
+-- earlier tests may leave many dead rows behind; the fingerprint scans
+VACUUM jobqueue.jobs;
+
 CREATE FUNCTION pg_temp.fingerprint() RETURNS text
 LANGUAGE sql AS $$
-	SELECT pg_catalog.md5(
-		COALESCE((SELECT pg_catalog.string_agg(q::text, '|' ORDER BY q.queue_name)
-				  FROM jobqueue.queues q), '') || '#' ||
-		COALESCE((SELECT pg_catalog.string_agg(j::text, '|' ORDER BY j.id)
-				  FROM jobqueue.jobs j), ''))
+	SELECT (SELECT count(*) || '/' || COALESCE(sum(pg_catalog.hashtext(q.ctid::text)), 0)
+			FROM jobqueue.queues q) || ' ' ||
+		   (SELECT count(*) || '/' || COALESCE(sum(pg_catalog.hashtext(j.ctid::text)), 0)
+			FROM jobqueue.jobs j)
 $$;
 
 CREATE FUNCTION pg_temp.try(stmt text) RETURNS text
@@ -249,6 +253,7 @@ FROM jobqueue.jobs j,
 	 WHERE queue_name = 'hostile' AND payload ? 'bulk') m
 WHERE j.queue_name = 'hostile' AND j.payload ? 'bulk';
 DELETE FROM jobqueue.jobs WHERE queue_name = 'hostile' AND payload ? 'bulk';
+VACUUM jobqueue.jobs;
 
 --------------------------------------------------------------------------
 -- jq_claim
@@ -371,7 +376,7 @@ FROM (VALUES
 		(7, 'NULL element in tokens', $$'{1,1}', ARRAY[1, NULL]::bigint[]$$),
 		(8, 'two dimensions', $$'{{1,2},{3,4}}', '{{1,2},{3,4}}'$$),
 		(9, 'two dimensions, same count', $$'{1,2}', '{{1},{2}}'$$),
-		(10, 'lower bound 5', $$'[5:6]={1,2}', '{1,2}'$$),
+		(10, 'lower bound 5', $$'[5:6]={-1,-2}', '{1,2}'$$),
 		(11, 'extremes', $$'{-9223372036854775808,9223372036854775807}', '{9223372036854775807,-9223372036854775808}'$$),
 		(12, '100,000 unknown ids', $$(SELECT pg_catalog.array_agg(-g::bigint) FROM pg_catalog.generate_series(1, 100000) g), pg_catalog.array_fill(1::bigint, ARRAY[100000])$$),
 		(13, 'right job, wrong token', $$ARRAY[(SELECT jid FROM ctx)], ARRAY[(SELECT tok FROM ctx) - 1]$$))
@@ -447,6 +452,70 @@ SELECT pg_temp.try($$SELECT jobqueue.jq_create_queue('hostile_ro')$$) AS create_
 COMMIT;
 
 --------------------------------------------------------------------------
+-- 1.1: statistics, event counters, role helpers, worker status
+--------------------------------------------------------------------------
+SELECT v.label, pg_temp.try(v.stmt) AS result
+FROM (VALUES
+		(1, 'finished_count(NULL, status)', $$SELECT jobqueue.jq_finished_count(NULL, 'succeeded')$$),
+		(2, 'finished_count(queue, NULL)', $$SELECT jobqueue.jq_finished_count('hostile', NULL)$$),
+		(3, 'finished_count(1 MB name)', $$SELECT jobqueue.jq_finished_count(pg_catalog.repeat('q', 1024 * 1024), 'succeeded')$$),
+		(4, 'finished_count(unknown status)', $$SELECT jobqueue.jq_finished_count('hostile', 'finished')$$),
+		(5, 'finished_count(hostile, succeeded)', $$SELECT jobqueue.jq_finished_count('hostile', 'succeeded')$$),
+		(6, 'counters(NULL)', $$SELECT count(*) > 0 FROM jobqueue.jq_counters(NULL)$$),
+		(7, 'counters(all databases)', $$SELECT count(*) > 0 FROM jobqueue.jq_counters(true)$$),
+		(8, 'counters_reset(1 MB name)', $$SELECT jobqueue.jq_counters_reset(pg_catalog.repeat('q', 1024 * 1024))$$),
+		(9, 'counters_reset(invalid name)', $$SELECT jobqueue.jq_counters_reset('a;b')$$),
+		(10, 'counters_reset(unknown queue)', $$SELECT jobqueue.jq_counters_reset('no_such_queue')$$),
+		(11, 'role_functions(NULL)', $$SELECT count(*) FROM jobqueue.jq_role_functions(NULL)$$),
+		(12, 'role_functions(unknown)', $$SELECT count(*) FROM jobqueue.jq_role_functions('root')$$),
+		(13, 'role_functions(1 MB)', $$SELECT count(*) FROM jobqueue.jq_role_functions(pg_catalog.repeat('w', 1024 * 1024))$$),
+		(14, 'role_functions(worker)', $$SELECT count(*) FROM jobqueue.jq_role_functions('worker')$$),
+		(15, 'worker_status()', $$SELECT count(*) FROM jobqueue.jq_worker_status()$$))
+	AS v(ord, label, stmt)
+ORDER BY v.ord;
+
+-- the counters of the hostile queue hold only the calls that succeeded
+SELECT enqueued, claimed, completed, complete_fenced, failed_retryable,
+	failed_permanent, retries_scheduled, dead_lettered, replayed, purged,
+	claim_calls, complete_calls
+FROM jobqueue.jq_counters() WHERE queue_name = 'hostile';
+
+-- role helpers: a role's name is never SQL text, whatever it contains
+CREATE ROLE regress_jq_hostile;
+CREATE ROLE "regress_jq ""hostile""; DROP TABLE jobqueue.jobs; --";
+SELECT v.label, pg_temp.try(v.stmt) AS result
+FROM (VALUES
+		(1, 'grant_producer(NULL)', $$SELECT jobqueue.jq_grant_producer(NULL)$$),
+		(2, 'grant_worker(NULL)', $$SELECT jobqueue.jq_grant_worker(NULL)$$),
+		(3, 'grant_admin(NULL)', $$SELECT jobqueue.jq_grant_admin(NULL)$$),
+		(4, 'revoke_producer(NULL)', $$SELECT jobqueue.jq_revoke_producer(NULL)$$),
+		(5, 'revoke_worker(NULL)', $$SELECT jobqueue.jq_revoke_worker(NULL)$$),
+		(6, 'revoke_admin(NULL)', $$SELECT jobqueue.jq_revoke_admin(NULL)$$),
+		(7, 'grant_worker(unknown role)', $$SELECT jobqueue.jq_grant_worker('regress_jq_no_such_role')$$),
+		(8, 'grant_worker(1 MB role name)', $$SELECT jobqueue.jq_grant_worker(pg_catalog.repeat('r', 1024 * 1024)::regrole)$$),
+		(9, 'grant_worker(''-'', role 0)', $$SELECT jobqueue.jq_grant_worker('-')$$),
+		(10, 'grant_worker(OID of no role)', $$SELECT jobqueue.jq_grant_worker(4294967295::oid::regrole)$$),
+		(11, 'grant_role(NULL kind)', $$SELECT jobqueue.jq_grant_role(NULL, 'regress_jq_hostile', true)$$),
+		(12, 'grant_role(unknown kind)', $$SELECT jobqueue.jq_grant_role('root', 'regress_jq_hostile', true)$$),
+		(13, 'grant_role(grant_it NULL)', $$SELECT jobqueue.jq_grant_role('worker', 'regress_jq_hostile', NULL)$$),
+		(14, 'grant_worker(quoted name)', $$SELECT jobqueue.jq_grant_worker('"regress_jq ""hostile""; DROP TABLE jobqueue.jobs; --"')$$))
+	AS v(ord, label, stmt)
+ORDER BY v.ord;
+SELECT pg_catalog.has_function_privilege('"regress_jq ""hostile""; DROP TABLE jobqueue.jobs; --"'::regrole,
+		'jobqueue.jq_claim(text, integer, text, interval)', 'EXECUTE') AS quoted_role_may_claim,
+	pg_catalog.has_schema_privilege('regress_jq_hostile', 'jobqueue', 'USAGE') AS plain_role_has_schema;
+SELECT pg_temp.try($$SELECT jobqueue.jq_revoke_worker('"regress_jq ""hostile""; DROP TABLE jobqueue.jobs; --"')$$);
+SELECT pg_catalog.has_function_privilege('"regress_jq ""hostile""; DROP TABLE jobqueue.jobs; --"'::regrole,
+		'jobqueue.jq_claim(text, integer, text, interval)', 'EXECUTE') AS quoted_role_may_claim;
+DROP OWNED BY regress_jq_hostile, "regress_jq ""hostile""; DROP TABLE jobqueue.jobs; --";
+DROP ROLE regress_jq_hostile, "regress_jq ""hostile""; DROP TABLE jobqueue.jobs; --";
+
+-- the statistics view over the queues above
+SELECT queue_name, paused, pending, ready, scheduled, running, succeeded, dead,
+	cancelled, oldest_ready_age IS NOT NULL AS has_ready
+FROM jobqueue.queue_stats WHERE queue_name LIKE 'hostile%' ORDER BY queue_name;
+
+--------------------------------------------------------------------------
 -- Every function of the extension was called above.  A new function must
 -- be added to this test (and to this list) with its own hostile calls.
 --------------------------------------------------------------------------
@@ -460,7 +529,12 @@ WHERE d.classid = 'pg_catalog.pg_proc'::regclass AND d.deptype = 'e'
 						  'jq_enqueue_many', 'jq_claim', 'jq_complete',
 						  'jq_complete_many', 'jq_fail', 'jq_heartbeat',
 						  'jq_release', 'jq_cancel', 'jq_retry', 'jq_retry_dead',
-						  'jq_reap', 'jq_purge', 'jq_explain_claim')
+						  'jq_reap', 'jq_purge', 'jq_explain_claim',
+						  'jq_finished_count', 'jq_counters', 'jq_counters_reset',
+						  'jq_role_functions', 'jq_grant_role',
+						  'jq_grant_producer', 'jq_grant_worker', 'jq_grant_admin',
+						  'jq_revoke_producer', 'jq_revoke_worker', 'jq_revoke_admin',
+						  'jq_worker_status')
 ORDER BY 1;
 
 -- clean up
