@@ -212,20 +212,6 @@ BEGIN
 			USING ERRCODE = 'invalid_parameter_value',
 				  HINT = 'The sets are producer, worker and admin.';
 	END IF;
-	-- '-'::regrole is 0, and a dropped role's OID prints as a number:
-	-- neither may reach the GRANT text
-	IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles r WHERE r.oid = role) THEN
-		RAISE EXCEPTION 'role with OID % does not exist', role::pg_catalog.oid
-			USING ERRCODE = 'undefined_object';
-	END IF;
-	IF grant_it IS NULL THEN
-		RAISE EXCEPTION 'grant_it must not be null' USING ERRCODE = 'null_value_not_allowed';
-	END IF;
-	IF kind IS NULL OR kind NOT IN ('producer', 'worker', 'admin') THEN
-		RAISE EXCEPTION 'unknown set of rights "%"', kind
-			USING ERRCODE = 'invalid_parameter_value',
-				  HINT = 'The sets are producer, worker and admin.';
-	END IF;
 	IF grant_it THEN
 		EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA jobqueue TO %s', role);
 	END IF;
