@@ -19,6 +19,8 @@
 #               jobqueue and hand-written SQL interleaved, synchronous_commit
 #               on and off, median of BENCH_ROUNDS runs; jobs/s, WAL and
 #               server CPU per job
+#   diag        where the time goes: pg_stat_statements (nested statements
+#               too) for claim+complete of 1 and 100 jobs, both ways
 #   naive       the classic broken claim vs jq_claim, 8 clients x 1250 claims
 #               on 10,000 jobs
 #   growth      claim latency p50/p99 with 10k..10M pending jobs, and with
@@ -43,7 +45,7 @@ if [ "${BENCH_QUICK:-0}" = 1 ]; then
 	: "${BENCH_FLOW_FIRST:=20000}" "${BENCH_FLOW_TOTAL:=100000}"
 	: "${BENCH_CHURN_SECONDS:=20}" "${BENCH_SAMPLE:=2}"
 fi
-BENCH_ONLY=${BENCH_ONLY:-throughput naive growth reap bloat churn}
+BENCH_ONLY=${BENCH_ONLY:-throughput diag naive growth reap bloat churn}
 BENCH_SECONDS=${BENCH_SECONDS:-5}		# per throughput run
 BENCH_ROUNDS=${BENCH_ROUNDS:-3}			# runs per configuration (median)
 BENCH_CLIENTS=${BENCH_CLIENTS:-1 2 4 8}
@@ -61,6 +63,10 @@ BENCH_CHURN_RATE=${BENCH_CHURN_RATE:-auto}	# jobs/s; auto: half the measured max
 BENCH_CHURN_CLIENTS=${BENCH_CHURN_CLIENTS:-4}
 BENCH_SAMPLE=${BENCH_SAMPLE:-5}			# seconds between churn samples
 BENCH_INSTALL=${BENCH_INSTALL:-1}		# 0: use the installed extension as is
+# The churn run is shortened so that the whole run ends within this many
+# minutes (it runs last); 0: no limit.
+BENCH_BUDGET_MIN=${BENCH_BUDGET_MIN:-45}
+BENCH_T0=$(date +%s)
 
 CLK_TCK=$(getconf CLK_TCK)
 
@@ -71,6 +77,12 @@ CLK_TCK=$(getconf CLK_TCK)
 # psql on the benchmark database, unaligned, tuples only.
 q() {
 	as_pguser psql -X -q -At -v ON_ERROR_STOP=1 -h "$WORK" -p "$PORT" -d "${DB:-bench}" -c "$1"
+}
+# Several statements in one session, each in its own transaction.
+qm() {
+	local args=() stmt
+	for stmt in "$@"; do args+=(-c "$stmt"); done
+	as_pguser psql -X -q -At -v ON_ERROR_STOP=1 -h "$WORK" -p "$PORT" -d "${DB:-bench}" "${args[@]}"
 }
 # The same against the database that collects the results.
 r() { DB=benchres q "$1"; }
@@ -202,19 +214,13 @@ have_worker() {
 # plus the rows given by an optional extra INSERT ... SELECT; then VACUUM
 # ANALYZE and CHECKPOINT, so every run starts from the same state.
 reset_jobs() {
-	local n=$1 extra=${2:-}
-	q "TRUNCATE jobqueue.jobs" >/dev/null
-	if [ -n "$extra" ]; then
-		q "$extra" >/dev/null
-	fi
-	if [ "$n" -gt 0 ]; then
-		q "INSERT INTO jobqueue.jobs (queue_name, payload, max_attempts, available_at)
+	local n=$1 extra=${2:-} stmts=("TRUNCATE jobqueue.jobs")
+	[ -n "$extra" ] && stmts+=("$extra")
+	[ "$n" -gt 0 ] && stmts+=("INSERT INTO jobqueue.jobs (queue_name, payload, max_attempts, available_at)
 		   SELECT 'bench', '$PAYLOAD', 8,
 				  now() - interval '1 hour' + g * interval '1 microsecond'
-			 FROM generate_series(1, $n) AS g" >/dev/null
-	fi
-	q "VACUUM ANALYZE jobqueue.jobs" >/dev/null
-	q "CHECKPOINT" >/dev/null
+			 FROM generate_series(1, $n) AS g")
+	qm "${stmts[@]}" "VACUUM ANALYZE jobqueue.jobs" "CHECKPOINT" >/dev/null
 }
 
 # ---------------------------------------------------------------------------
@@ -248,8 +254,8 @@ tp_run() {
 		exit 1
 	fi
 	if [ $kind = claim ]; then
-		jobs=$(q "SELECT count(*) FROM jobqueue.jobs WHERE status = 'succeeded'")
-		left=$(q "SELECT count(*) FROM jobqueue.jobs WHERE status = 'pending'")
+		read -r jobs left < <(q "SELECT count(*) FILTER (WHERE status = 'succeeded'),
+				count(*) FILTER (WHERE status = 'pending') FROM jobqueue.jobs" | tr '|' ' ')
 	else
 		jobs=$(q "SELECT count(*) FROM jobqueue.jobs")
 		left=0
@@ -315,6 +321,64 @@ part_throughput() {
 }
 
 # ---------------------------------------------------------------------------
+# Where the time goes: pg_stat_statements with nested statements tracked
+# ---------------------------------------------------------------------------
+
+part_diag() {
+	log "diagnostics: per-statement times of claim + complete (1 client, 5,000 jobs each)"
+	local impl n
+	qm "ALTER SYSTEM SET pg_stat_statements.track = 'all'" "SELECT pg_reload_conf()" >/dev/null
+	r "CREATE TABLE IF NOT EXISTS diag (impl text, batch int, toplevel bool, calls bigint,
+			total_ms float8, us_per_call float8, us_per_job float8, query text)" >/dev/null
+	for n in 1 100; do
+		for impl in ext hand $([ $n = 1 ] && echo handplain); do
+			reset_jobs 20000
+			q "SELECT pg_stat_statements_reset()" >/dev/null
+			pgb off -c 1 -j 1 -t $((5000 / n)) \
+				-f "$BENCH_DIR/pgbench/${impl}_$([ $n = 1 ] && echo claim1 || echo claimN).sql" \
+				-D q=bench -D n=$n -D owner=w >/dev/null
+			q "SELECT '$impl', $n, toplevel, calls, total_exec_time,
+					total_exec_time * 1000 / calls, total_exec_time * 1000 / 5000,
+					regexp_replace(query, '\s+', ' ', 'g')
+				 FROM pg_stat_statements
+				WHERE calls >= $((5000 / n)) AND dbid = (SELECT oid FROM pg_database WHERE datname = 'bench')
+				ORDER BY total_exec_time DESC LIMIT 6" |
+				DB=benchres as_pguser psql -X -q -h "$WORK" -p "$PORT" -d benchres \
+					-c "\\copy diag FROM STDIN WITH (FORMAT csv, DELIMITER '|')"
+		done
+	done
+	qm "ALTER SYSTEM RESET pg_stat_statements.track" "SELECT pg_reload_conf()" >/dev/null
+	r "SELECT impl, batch, toplevel, round(us_per_job::numeric, 1), left(query, 60) FROM diag" | sed 's/^/  /'
+
+	# The fenced complete of one job with 5,000 jobs running, after an
+	# ANALYZE that saw none running: plain status test and "IS TRUE" form,
+	# generic plans as the extension keeps them.
+	reset_jobs 20000
+	qm "SELECT count(*) FROM jobqueue.jq_claim('bench', 1000, 'w')" \
+		"SELECT count(*) FROM jobqueue.jq_claim('bench', 1000, 'w')" \
+		"SELECT count(*) FROM jobqueue.jq_claim('bench', 1000, 'w')" \
+		"SELECT count(*) FROM jobqueue.jq_claim('bench', 1000, 'w')" \
+		"SELECT count(*) FROM jobqueue.jq_claim('bench', 1000, 'w')" >/dev/null
+	local stmt id
+	id=$(q "SELECT max(id) FROM jobqueue.jobs WHERE status = 'running'")
+	{
+		for stmt in "j.status = 'running'" "(j.status = 'running') IS TRUE"; do
+			echo "==== complete of one job, 5000 running, status test: $stmt"
+			qm "SET plan_cache_mode = force_generic_plan" \
+				"PREPARE c(bigint, bigint, timestamptz) AS UPDATE jobqueue.jobs j
+					SET status = 'succeeded', finished_at = \$3, lease_expires_at = NULL
+					WHERE j.id = \$1 AND j.lease_token = \$2 AND $stmt AND j.lease_expires_at > \$3" \
+				"BEGIN" \
+				"EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF)
+					EXECUTE c($id, 1, now())" \
+				"ROLLBACK"
+			echo
+		done
+	} >"$RES/explain_complete.txt"
+	cat "$RES/explain_complete.txt" | sed 's/^/  /'
+}
+
+# ---------------------------------------------------------------------------
 # The classic double-claim experiment
 # ---------------------------------------------------------------------------
 
@@ -359,6 +423,20 @@ latency_rounds() {
 					-c "\\copy latency_log FROM STDIN WITH (FORMAT csv)"
 		done
 	done
+	# The plans, with the buffers they touch, at this size.
+	{
+		echo "==== $size: jq_explain_claim('bench', 1)"
+		q "SELECT jobqueue.jq_explain_claim('bench', 1)"
+		echo "==== $size: hand-written claim of 1 job, EXPLAIN (ANALYZE, BUFFERS), rolled back"
+		qm "BEGIN" "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF)
+			WITH c AS (SELECT j.id FROM jobqueue.jobs j
+						WHERE j.queue_name = 'bench' AND j.status = 'pending' AND j.available_at <= now()
+						ORDER BY j.priority DESC, j.available_at, j.id
+						LIMIT 1 FOR UPDATE SKIP LOCKED)
+			UPDATE jobqueue.jobs j SET status = 'running', lease_token = j.lease_token + 1
+			  FROM c WHERE j.id = c.id RETURNING j.id" "ROLLBACK"
+		echo
+	} >>"$RES/explain_growth.txt"
 	r "SELECT impl, percentile_disc(0.5) WITHIN GROUP (ORDER BY latency_us),
 			percentile_disc(0.99) WITHIN GROUP (ORDER BY latency_us)
 		 FROM latency_log WHERE size = '$size' GROUP BY impl" |
@@ -530,6 +608,13 @@ part_churn() {
 		BENCH_CHURN_RATE=$((max / 2))
 		echo "  unthrottled: $max jobs/s; churn rate $BENCH_CHURN_RATE jobs/s"
 	fi
+	if ((BENCH_BUDGET_MIN > 0)); then
+		local left=$((BENCH_BUDGET_MIN * 60 - ($(date +%s) - BENCH_T0) - 90))
+		if ((left < BENCH_CHURN_SECONDS)); then
+			BENCH_CHURN_SECONDS=$((left < 60 ? 60 : left))
+			echo "  churn shortened to ${BENCH_CHURN_SECONDS}s to end within ${BENCH_BUDGET_MIN} minutes"
+		fi
+	fi
 	log "churn: ${BENCH_CHURN_SECONDS}s of enqueue+claim+complete at $BENCH_CHURN_RATE jobs/s, $BENCH_CHURN_CLIENTS clients"
 	reset_jobs 0
 	how=$(start_purging '10 seconds')
@@ -608,6 +693,10 @@ export_results() {
 			ORDER BY 1 DESC, 3, 2"
 	}
 	r "SELECT count(*) FROM naive" | grep -qv '^0$' && export_csv naive "SELECT * FROM naive"
+	r "SELECT to_regclass('diag') IS NOT NULL" | grep -q t &&
+		export_csv diag_statements "SELECT impl, batch, toplevel, calls, round(total_ms::numeric, 1) AS total_ms,
+			round(us_per_call::numeric, 1) AS us_per_call, round(us_per_job::numeric, 1) AS us_per_job,
+			query FROM diag"
 	r "SELECT count(*) FROM latency_log" | grep -qv '^0$' && {
 		export_csv growth "SELECT size, pending, finished, impl, count(*) AS claims,
 				percentile_disc(0.5) WITHIN GROUP (ORDER BY latency_us) AS p50_us,
@@ -630,6 +719,7 @@ export_results() {
 		echo "jobqueue: $(q "SELECT extversion FROM pg_extension WHERE extname = 'jobqueue'") ($(git -C "$JQ_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown))"
 		echo "background worker: $(have_worker && echo running || echo absent or off)"
 		echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+		echo "wall time of the parts: ${PART_TIMES%, }"
 		echo "parameters: BENCH_SECONDS=$BENCH_SECONDS BENCH_ROUNDS=$BENCH_ROUNDS BENCH_CLIENTS='$BENCH_CLIENTS'" \
 			"BENCH_GROWTH_SIZES='$BENCH_GROWTH_SIZES' BENCH_GROWTH_FINISHED=$BENCH_GROWTH_FINISHED" \
 			"BENCH_LAT_CLAIMS=$BENCH_LAT_CLAIMS BENCH_REAP_SIZES='$BENCH_REAP_SIZES'" \
@@ -701,9 +791,16 @@ main() {
 	start_cluster
 	log "server: $(q 'SELECT version()')"
 	have_worker && log "background worker: on" || log "background worker: absent or off"
-	local part
-	for part in throughput naive growth reap bloat churn; do
-		case " $BENCH_ONLY " in *" $part "*) "part_$part" ;; esac
+	local part t
+	PART_TIMES=
+	for part in throughput diag naive growth reap bloat churn; do
+		case " $BENCH_ONLY " in
+		*" $part "*)
+			t=$(date +%s)
+			"part_$part"
+			PART_TIMES+="$part $(($(date +%s) - t))s, "
+			;;
+		esac
 	done
 	export_results
 }

@@ -1,5 +1,5 @@
 -- Hand-written SQL: claim a batch of :n jobs in one SKIP LOCKED statement,
--- then complete them with one fenced UPDATE.
+-- then complete them with one fenced UPDATE (status test as in hand_claim1.sql).
 WITH c AS (SELECT j.id FROM jobqueue.jobs j
             WHERE j.queue_name = :q AND j.status = 'pending' AND j.available_at <= now()
             ORDER BY j.priority DESC, j.available_at, j.id
@@ -15,5 +15,5 @@ SELECT coalesce(array_agg(u.id), '{}') AS ids, coalesce(array_agg(u.lease_token)
 UPDATE jobqueue.jobs j
    SET status = 'succeeded', finished_at = now(), lease_expires_at = NULL
   FROM unnest(:ids::bigint[], :tokens::bigint[]) AS t(id, token)
- WHERE j.id = t.id AND j.lease_token = t.token AND j.status = 'running'
+ WHERE j.id = t.id AND j.lease_token = t.token AND (j.status = 'running') IS TRUE
    AND j.lease_expires_at > now();
