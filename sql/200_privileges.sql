@@ -21,6 +21,7 @@ CREATE ROLE regress_jq_producer;
 CREATE ROLE regress_jq_worker;
 CREATE ROLE regress_jq_admin;
 CREATE ROLE regress_jq_attacker;
+CREATE ROLE regress_jq_monitor;
 
 SELECT jobqueue.jq_create_queue('q_priv', lease_duration => '1 hour');
 SELECT jobqueue.jq_enqueue('q_priv', '{"secret": "payload"}') IS NOT NULL AS enqueued;
@@ -67,11 +68,12 @@ SELECT pg_temp.try($$SELECT jobqueue.jq_grant_worker(NULL)$$);
 SELECT jobqueue.jq_grant_producer('regress_jq_producer');
 SELECT jobqueue.jq_grant_worker('regress_jq_worker');
 SELECT jobqueue.jq_grant_admin('regress_jq_admin');
+SELECT jobqueue.jq_grant_monitor('regress_jq_monitor');
 
 -- What each role may execute now.
 SELECT r.rolname, string_agg(p.proname, ', ' ORDER BY p.proname) AS functions
 FROM pg_roles r, pg_proc p
-WHERE r.rolname IN ('regress_jq_producer', 'regress_jq_worker', 'regress_jq_admin')
+WHERE r.rolname IN ('regress_jq_producer', 'regress_jq_worker', 'regress_jq_admin', 'regress_jq_monitor')
   AND p.pronamespace = 'jobqueue'::regnamespace
   AND has_function_privilege(r.oid, p.oid, 'EXECUTE')
 GROUP BY r.rolname ORDER BY r.rolname;
@@ -118,6 +120,15 @@ SELECT pg_temp.try($$SELECT * FROM jobqueue.jq_claim('q_priv', 1, 'admin')$$);
 SELECT pg_temp.try($$SELECT payload FROM jobqueue.jobs$$);
 SELECT pg_temp.try($$SELECT jobqueue.jq_grant_admin('regress_jq_nobody')$$);
 SELECT pg_temp.try($$SELECT * FROM jobqueue.jq_counters(all_databases => true)$$);
+RESET ROLE;
+
+-- A monitor (a metrics exporter) reads statistics and counters, nothing else.
+SET ROLE regress_jq_monitor;
+SELECT count(*) > 0 AS stats_readable FROM jobqueue.queue_stats;
+SELECT count(*) >= 0 AS counters_readable FROM jobqueue.jq_counters();
+SELECT pg_temp.try($$SELECT jobqueue.jq_counters_reset()$$);
+SELECT pg_temp.try($$SELECT jobqueue.jq_pause_queue('q_priv')$$);
+SELECT pg_temp.try($$SELECT payload FROM jobqueue.jobs$$);
 RESET ROLE;
 
 -- Revoking takes the rights back, and the schema with the last of them.
@@ -216,6 +227,7 @@ DROP SCHEMA regress_jq_evil CASCADE;
 SELECT jobqueue.jq_revoke_producer(r) FROM unnest(ARRAY['regress_jq_worker', 'regress_jq_attacker']::regrole[]) r;
 SELECT jobqueue.jq_revoke_worker(r) FROM unnest(ARRAY['regress_jq_worker', 'regress_jq_attacker']::regrole[]) r;
 SELECT jobqueue.jq_revoke_admin('regress_jq_admin');
+SELECT jobqueue.jq_revoke_monitor('regress_jq_monitor');
 SELECT count(*) AS grants_left
 FROM pg_roles r
 WHERE r.rolname LIKE 'regress_jq_%'
@@ -223,4 +235,5 @@ WHERE r.rolname LIKE 'regress_jq_%'
        OR EXISTS (SELECT FROM pg_proc p WHERE p.pronamespace = 'jobqueue'::regnamespace
                   AND has_function_privilege(r.oid, p.oid, 'EXECUTE')));
 SELECT jobqueue.jq_drop_queue('q_priv', force => true);
-DROP ROLE regress_jq_nobody, regress_jq_producer, regress_jq_worker, regress_jq_admin, regress_jq_attacker;
+DROP ROLE regress_jq_nobody, regress_jq_producer, regress_jq_worker, regress_jq_admin, regress_jq_attacker,
+	regress_jq_monitor;

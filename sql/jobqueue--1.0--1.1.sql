@@ -180,6 +180,10 @@ AS $$
 			'jobqueue.jq_counters(boolean)',
 			'jobqueue.jq_counters_reset(text)',
 			'jobqueue.jq_worker_status()']
+		WHEN 'monitor' THEN ARRAY[
+			'jobqueue.jq_finished_count(text, jobqueue.job_status)',
+			'jobqueue.jq_counters(boolean)',
+			'jobqueue.jq_worker_status()']
 		END) AS f(name)
 	-- functions of later versions or of other features may be missing
 	CROSS JOIN LATERAL pg_catalog.to_regprocedure(f.name) AS r(p)
@@ -207,10 +211,10 @@ BEGIN
 	IF grant_it IS NULL THEN
 		RAISE EXCEPTION 'grant_it must not be null' USING ERRCODE = 'null_value_not_allowed';
 	END IF;
-	IF kind IS NULL OR kind NOT IN ('producer', 'worker', 'admin') THEN
+	IF kind IS NULL OR kind NOT IN ('producer', 'worker', 'admin', 'monitor') THEN
 		RAISE EXCEPTION 'unknown set of rights "%"', kind
 			USING ERRCODE = 'invalid_parameter_value',
-				  HINT = 'The sets are producer, worker and admin.';
+				  HINT = 'The sets are producer, worker, admin and monitor.';
 	END IF;
 	IF grant_it THEN
 		EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA jobqueue TO %s', role);
@@ -219,7 +223,7 @@ BEGIN
 		EXECUTE pg_catalog.format(CASE WHEN grant_it THEN 'GRANT EXECUTE ON FUNCTION %s TO %s'
 								  ELSE 'REVOKE EXECUTE ON FUNCTION %s FROM %s' END, f, role);
 	END LOOP;
-	IF kind = 'admin' THEN
+	IF kind IN ('admin', 'monitor') THEN
 		EXECUTE pg_catalog.format(CASE WHEN grant_it THEN 'GRANT SELECT ON jobqueue.queue_stats TO %s'
 								  ELSE 'REVOKE SELECT ON jobqueue.queue_stats FROM %s' END, role);
 	END IF;
@@ -256,6 +260,12 @@ AS $$ SELECT jobqueue.jq_grant_role('admin', role, true) $$;
 COMMENT ON FUNCTION jobqueue.jq_grant_admin(regrole) IS
 	'let a role manage queues, cancel, replay, reap and purge jobs, and read statistics and counters';
 
+CREATE FUNCTION jobqueue.jq_grant_monitor(role regrole) RETURNS void
+LANGUAGE sql SET search_path = pg_catalog, pg_temp
+AS $$ SELECT jobqueue.jq_grant_role('monitor', role, true) $$;
+COMMENT ON FUNCTION jobqueue.jq_grant_monitor(regrole) IS
+	'let a role (a metrics exporter) read queue_stats, jq_counters and jq_worker_status, nothing else';
+
 CREATE FUNCTION jobqueue.jq_revoke_producer(role regrole) RETURNS void
 LANGUAGE sql SET search_path = pg_catalog, pg_temp
 AS $$ SELECT jobqueue.jq_grant_role('producer', role, false) $$;
@@ -271,6 +281,11 @@ LANGUAGE sql SET search_path = pg_catalog, pg_temp
 AS $$ SELECT jobqueue.jq_grant_role('admin', role, false) $$;
 COMMENT ON FUNCTION jobqueue.jq_revoke_admin(regrole) IS 'take back what jq_grant_admin gave';
 
+CREATE FUNCTION jobqueue.jq_revoke_monitor(role regrole) RETURNS void
+LANGUAGE sql SET search_path = pg_catalog, pg_temp
+AS $$ SELECT jobqueue.jq_grant_role('monitor', role, false) $$;
+COMMENT ON FUNCTION jobqueue.jq_revoke_monitor(regrole) IS 'take back what jq_grant_monitor gave';
+
 -- Nothing new for PUBLIC either (new functions are executable by PUBLIC
 -- by default; views are not readable).
 REVOKE ALL ON FUNCTION jobqueue.jq_finished_count(text, jobqueue.job_status) FROM PUBLIC;
@@ -284,6 +299,8 @@ REVOKE ALL ON FUNCTION jobqueue.jq_grant_admin(regrole) FROM PUBLIC;
 REVOKE ALL ON FUNCTION jobqueue.jq_revoke_producer(regrole) FROM PUBLIC;
 REVOKE ALL ON FUNCTION jobqueue.jq_revoke_worker(regrole) FROM PUBLIC;
 REVOKE ALL ON FUNCTION jobqueue.jq_revoke_admin(regrole) FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobqueue.jq_grant_monitor(regrole) FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobqueue.jq_revoke_monitor(regrole) FROM PUBLIC;
 REVOKE ALL ON jobqueue.queue_stats FROM PUBLIC;
 
 ------------------------------------------------------------------------------
