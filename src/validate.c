@@ -12,8 +12,6 @@
  */
 #include "jobqueue.h"
 
-#include <math.h>
-
 #include "access/detoast.h"
 #include "catalog/pg_type.h"
 #include "mb/pg_wchar.h"
@@ -172,27 +170,35 @@ jq_check_interval(Interval *iv, const char *what, bool allow_zero)
 		(double) iv->day * USECS_PER_DAY + (double) iv->time;
 
 	if (usecs < 0 || (usecs == 0 && !allow_zero))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s must be %s", what,
-						allow_zero ? "zero or positive" : "positive")));
+	{
+		if (allow_zero)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s must be zero or positive", what)));
+		else
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s must be positive", what)));
+	}
 	if (usecs > JQ_MAX_INTERVAL_USECS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s must not exceed 100 years", what)));
 
 	/*
-	 * Each field on its own, too: with fields of opposite signs a small
-	 * total can hide millions of years of months, and adding the interval to
-	 * a timestamp would then leave the timestamp range.
+	 * A timestamp plus an interval adds the months, then the days, then the
+	 * time, each with calendar rules (months of 28 to 31 days, days of 23 to
+	 * 25 hours across a DST change).  With fields of both signs a positive
+	 * interval can thus move a timestamp backwards on some dates ('1 mon -30
+	 * days 1 second' in February), and a small total can hide millions of
+	 * years of months that overflow the timestamp.  All fields have the sign
+	 * of the total, then, and each is at most the total.
 	 */
-	if (fabs((double) iv->month * DAYS_PER_MONTH * USECS_PER_DAY) > JQ_MAX_INTERVAL_USECS ||
-		fabs((double) iv->day * USECS_PER_DAY) > JQ_MAX_INTERVAL_USECS ||
-		fabs((double) iv->time) > JQ_MAX_INTERVAL_USECS)
+	if (iv->month < 0 || iv->day < 0 || iv->time < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s must not exceed 100 years", what),
-				 errdetail("Each of its months, days and time fields must be within 100 years.")));
+				 errmsg("%s must not mix positive and negative fields", what),
+				 errdetail("Months, days and time are added to a timestamp one after the other, so such an interval can be negative on some dates.")));
 }
 
 /* An interval argument; NULL is returned as NULL when allow_null. */
