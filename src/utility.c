@@ -24,6 +24,8 @@
  */
 #include "jobqueue.h"
 
+#include <signal.h>
+
 #include "access/xact.h"
 #include "catalog/pg_database.h"
 #include "commands/dbcommands.h"
@@ -169,17 +171,25 @@ jq_hold_database(const char *dbname)
 	if (latch != NULL)
 		SetLatch(latch);
 
-	/* the command itself waits 5 s more for any session to leave */
+	/*
+	 * Wait for it to go.  A worker between two units of work leaves at once;
+	 * one stuck in a lock wait (say behind a long DROP EXTENSION) does not
+	 * look at its latch, so after half the wait it gets SIGTERM.  The
+	 * command itself then waits 5 s more for any session to leave.
+	 */
 	while (waited < JQ_STOP_WAIT_MS)
 	{
-		bool		gone;
+		pid_t		pid = 0;
 
 		LWLockAcquire(jq_shared->lock, LW_SHARED);
 		slot = jq_slot_find(dboid);
-		gone = slot == NULL || slot->pid == 0;
+		if (slot != NULL)
+			pid = slot->pid;
 		LWLockRelease(jq_shared->lock);
-		if (gone)
+		if (pid == 0)
 			break;
+		if (waited == JQ_STOP_WAIT_MS / 2)
+			(void) kill(pid, SIGTERM);
 
 		(void) WaitLatch(MyLatch,
 						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
