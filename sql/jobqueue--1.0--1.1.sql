@@ -21,8 +21,9 @@ CREATE STATISTICS jobqueue.jobs_queue_status_stats (mcv)
 
 /*
  * Number of jobs of a queue in one finished state (succeeded, cancelled).
- * Exact while the jobs table is small (under 8 MB, some 50,000 jobs: a count
- * is then a few milliseconds); above that, the planner's estimate from the last ANALYZE
+ * Exact while the jobs table is smaller than jobqueue.exact_count_limit
+ * (default 8 MB, some 50,000 jobs: a count then takes milliseconds; -1:
+ * always exact); above that, the planner's estimate from the last ANALYZE
  * (see jobs_queue_status_stats), because an exact count would read every
  * retained job of the queue.  Planner estimates are never below 1.
  */
@@ -33,8 +34,10 @@ AS $$
 DECLARE
 	n		bigint;
 	plan	json;
+	lim		bigint := pg_catalog.pg_size_bytes(COALESCE(
+				pg_catalog.current_setting('jobqueue.exact_count_limit', true), '8MB'));
 BEGIN
-	IF pg_catalog.pg_relation_size('jobqueue.jobs'::pg_catalog.regclass) < 8 * 1024 * 1024 THEN
+	IF lim < 0 OR pg_catalog.pg_relation_size('jobqueue.jobs'::pg_catalog.regclass) < lim THEN
 		SELECT pg_catalog.count(*) INTO n FROM jobqueue.jobs j
 		WHERE j.queue_name = jq_finished_count.queue_name
 		  AND j.status = jq_finished_count.status;
@@ -47,7 +50,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION jobqueue.jq_finished_count(text, jobqueue.job_status) IS
-	'jobs of a queue in a finished state: exact while the table is under 8 MB, else the planner''s estimate';
+	'jobs of a queue in a finished state: exact while the table is under jobqueue.exact_count_limit, else the planner''s estimate';
 
 /*
  * One row per queue.  ready, running, expiring_soon and oldest_ready_age are

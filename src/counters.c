@@ -66,6 +66,7 @@ PG_FUNCTION_INFO_V1(jq_counters_reset);
 /* GUCs */
 bool		jq_track_counters = true;
 int			jq_max_counter_queues = 1000;
+int			jq_exact_count_limit = 8 * 1024;	/* kB */
 
 /* Which counters survive a rollback (calls made, not state changes) */
 #define JQ_COUNTER_IS_CALL(c) ((c) == JQ_CTR_CLAIM_CALLS || (c) == JQ_CTR_COMPLETE_CALLS)
@@ -147,6 +148,15 @@ jq_counters_init(void)
 							 true,
 							 PGC_SUSET, 0,
 							 NULL, NULL, NULL);
+
+	/* read by jobqueue.jq_finished_count() (the queue_stats view) */
+	DefineCustomIntVariable("jobqueue.exact_count_limit",
+							"Largest jobs table for which queue_stats counts succeeded and cancelled jobs exactly.",
+							"Above it they are the planner's estimates; -1 counts exactly at any size.",
+							&jq_exact_count_limit,
+							8 * 1024, -1, INT_MAX,
+							PGC_USERSET, GUC_UNIT_KB,
+							NULL, NULL, NULL);
 
 	/*
 	 * A PGC_POSTMASTER variable can only be defined while preloading (the

@@ -162,6 +162,7 @@ typedef enum JqCounter
 
 extern bool jq_track_counters;
 extern int	jq_max_counter_queues;
+extern int	jq_exact_count_limit;
 extern void jq_counters_init(void);
 extern bool jq_counting(void);
 extern void jq_count(const char *queue_name, JqCounter c, int64 n);
