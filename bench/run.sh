@@ -46,7 +46,7 @@ if [ "${BENCH_QUICK:-0}" = 1 ]; then
 	: "${BENCH_CHURN_SECONDS:=20}" "${BENCH_SAMPLE:=2}"
 fi
 BENCH_ONLY=${BENCH_ONLY:-throughput diag naive growth reap bloat churn}
-BENCH_SECONDS=${BENCH_SECONDS:-5}		# per throughput run
+BENCH_SECONDS=${BENCH_SECONDS:-3}		# per throughput run
 BENCH_ROUNDS=${BENCH_ROUNDS:-3}			# runs per configuration (median)
 BENCH_CLIENTS=${BENCH_CLIENTS:-1 2 4 8}
 BENCH_SYNC=${BENCH_SYNC:-off on}
@@ -212,15 +212,17 @@ have_worker() {
 
 # Empty the jobs table and load $1 pending jobs of queue bench (oldest first),
 # plus the rows given by an optional extra INSERT ... SELECT; then VACUUM
-# ANALYZE and CHECKPOINT, so every run starts from the same state.
+# ANALYZE and (unless NO_CHECKPOINT=1) CHECKPOINT, so every run starts from
+# the same state.
 reset_jobs() {
-	local n=$1 extra=${2:-} stmts=("TRUNCATE jobqueue.jobs")
+	local n=$1 extra=${2:-} stmts=("TRUNCATE jobqueue.jobs") ckpt=CHECKPOINT
+	[ "${NO_CHECKPOINT:-0}" = 1 ] && ckpt="SELECT 1"
 	[ -n "$extra" ] && stmts+=("$extra")
 	[ "$n" -gt 0 ] && stmts+=("INSERT INTO jobqueue.jobs (queue_name, payload, max_attempts, available_at)
 		   SELECT 'bench', '$PAYLOAD', 8,
 				  now() - interval '1 hour' + g * interval '1 microsecond'
 			 FROM generate_series(1, $n) AS g")
-	qm "${stmts[@]}" "VACUUM ANALYZE jobqueue.jobs" "CHECKPOINT" >/dev/null
+	qm "${stmts[@]}" "VACUUM ANALYZE jobqueue.jobs" "$ckpt" >/dev/null
 }
 
 # ---------------------------------------------------------------------------
@@ -237,7 +239,10 @@ tp_run() {
 	enqueue) kind=enqueue; [ "$n" = 1 ] && script=${impl}_enqueue1.sql || script=${impl}_enqueueN.sql ;;
 	enqueue_notify) kind=enqueue; queue=bench_notify; script=ext_enqueue1.sql ;;
 	esac
-	reset_jobs "$([ $kind = claim ] && echo "$preload" || echo 0)"
+	# No CHECKPOINT: the pages a run touches were written since the last
+	# one, so WAL per job is the steady state between checkpoints, without
+	# full-page images.
+	NO_CHECKPOINT=1 reset_jobs "$([ $kind = claim ] && echo "$preload" || echo 0)"
 	local lsn0 cpu0 out lsn1 cpu1 tx tps jobs left
 	lsn0=$(q "SELECT pg_current_wal_insert_lsn()")
 	cpu0=$(server_cpu)
@@ -269,9 +274,10 @@ tp_run() {
 	[ "$left" -gt 0 ] || [ $kind != claim ]
 }
 
-# Preload for the next claim run: enough for twice what the fastest run of
-# this configuration so far completed (a drained queue would overstate the
-# rate), at least 20,000 jobs.
+# Preload for the next claim run: twice what the fastest run of this batch
+# size and client count so far completed (at least 20,000 jobs), or the guess
+# before the first run.  A run that drains the queue would overstate the
+# rate: it is repeated with twice the jobs.
 declare -A PRELOAD
 claim_preload() {
 	local key=$1 guess=$2
@@ -288,7 +294,7 @@ part_throughput() {
 					# Alternate which side goes first.
 					if ((round % 2)); then first=ext second=hand; else first=hand second=ext; fi
 					for impl in $first $second; do
-						pre=$(claim_preload "$n/$c" $((n == 1 ? 40000 : n == 10 ? 150000 : 300000)))
+						pre=$(claim_preload "$n/$c" $((n == 1 ? 40000 : n == 10 ? 120000 : 200000)))
 						until tp_run claim "$n" "$c" "$sync" "$impl" "$round" "$pre"; do
 							echo "  queue drained: run again with more jobs" >&2
 							r "DELETE FROM throughput_runs WHERE scenario = 'claim' AND batch = $n
@@ -299,7 +305,7 @@ part_throughput() {
 						done
 						done_jobs=$(r "SELECT max(jobs) FROM throughput_runs WHERE scenario = 'claim'
 							AND batch = $n AND clients = $c")
-						if ((done_jobs * 2 > pre)); then PRELOAD[$n/$c]=$((done_jobs * 2)); fi
+						PRELOAD[$n/$c]=$((done_jobs * 2 > 20000 ? done_jobs * 2 : 20000))
 					done
 				done
 			done
@@ -311,7 +317,7 @@ part_throughput() {
 					for impl in $first $second; do
 						tp_run enqueue "$n" "$c" "$sync" "$impl" "$round" 0
 					done
-					if [ "$n" = 1 ] && [ "$c" = 8 ]; then
+					if [ "$n" = 1 ] && [ "$c" = 8 ] && [ "$sync" = off ]; then
 						tp_run enqueue_notify 1 "$c" "$sync" ext "$round" 0
 					fi
 				done
@@ -327,9 +333,11 @@ part_throughput() {
 part_diag() {
 	log "diagnostics: per-statement times of claim + complete (1 client, 5,000 jobs each)"
 	local impl n
-	qm "ALTER SYSTEM SET pg_stat_statements.track = 'all'" "SELECT pg_reload_conf()" >/dev/null
+	qm "ALTER SYSTEM SET pg_stat_statements.track = 'all'" \
+		"ALTER SYSTEM SET pg_stat_statements.track_planning = on" "SELECT pg_reload_conf()" >/dev/null
 	r "CREATE TABLE IF NOT EXISTS diag (impl text, batch int, toplevel bool, calls bigint,
-			total_ms float8, us_per_call float8, us_per_job float8, query text)" >/dev/null
+			plans bigint, plan_ms float8, total_ms float8, us_per_call float8,
+			us_per_job float8, query text)" >/dev/null
 	for n in 1 100; do
 		for impl in ext hand $([ $n = 1 ] && echo handplain); do
 			reset_jobs 20000
@@ -337,7 +345,7 @@ part_diag() {
 			pgb off -c 1 -j 1 -t $((5000 / n)) \
 				-f "$BENCH_DIR/pgbench/${impl}_$([ $n = 1 ] && echo claim1 || echo claimN).sql" \
 				-D q=bench -D n=$n -D owner=w >/dev/null
-			q "SELECT '$impl', $n, toplevel, calls, total_exec_time,
+			q "SELECT '$impl', $n, toplevel, calls, plans, total_plan_time, total_exec_time,
 					total_exec_time * 1000 / calls, total_exec_time * 1000 / 5000,
 					regexp_replace(query, '\s+', ' ', 'g')
 				 FROM pg_stat_statements
@@ -347,13 +355,37 @@ part_diag() {
 					-c "\\copy diag FROM STDIN WITH (FORMAT csv, DELIMITER '|')"
 		done
 	done
-	qm "ALTER SYSTEM RESET pg_stat_statements.track" "SELECT pg_reload_conf()" >/dev/null
-	r "SELECT impl, batch, toplevel, round(us_per_job::numeric, 1), left(query, 60) FROM diag" | sed 's/^/  /'
+	qm "ALTER SYSTEM RESET pg_stat_statements.track" \
+		"ALTER SYSTEM RESET pg_stat_statements.track_planning" "SELECT pg_reload_conf()" >/dev/null
+	r "SELECT impl, batch, toplevel, calls, plans, round(us_per_job::numeric, 1), left(query, 60) FROM diag" | sed 's/^/  /'
+
+	# The fixed cost of a call: a complete that matches no job, as installed
+	# (SECURITY DEFINER with SET search_path), without the SET clause,
+	# without either, and as hand-written SQL; 1 client, rounds interleaved.
+	r "CREATE TABLE IF NOT EXISTS call_cost (variant text, round int, calls_per_s float8)" >/dev/null
+	local round variant out fn="jobqueue.jq_complete(bigint, bigint)"
+	reset_jobs 1000
+	for round in 1 2 3; do
+		for variant in "as installed" "without SET search_path" "SECURITY INVOKER, no SET" "hand-written UPDATE"; do
+			case $variant in
+			"as installed") q "ALTER FUNCTION $fn SECURITY DEFINER SET search_path = pg_catalog, pg_temp" ;;
+			"without SET search_path") q "ALTER FUNCTION $fn RESET search_path" ;;
+			"SECURITY INVOKER, no SET") q "ALTER FUNCTION $fn SECURITY INVOKER RESET search_path" ;;
+			esac
+			out=$(pgb off -c 1 -j 1 -T "$BENCH_SECONDS" -f "$BENCH_DIR/pgbench/$([ "$variant" = "hand-written UPDATE" ] &&
+				echo hand || echo ext)_noop_complete.sql")
+			r "INSERT INTO call_cost VALUES ('$variant', $round,
+				$(sed -n 's/^tps = \([0-9.]*\) (without.*/\1/p' <<<"$out"))" >/dev/null
+		done
+	done
+	q "ALTER FUNCTION $fn SECURITY DEFINER SET search_path = pg_catalog, pg_temp" >/dev/null
+	r "SELECT variant, round(percentile_cont(0.5) WITHIN GROUP (ORDER BY calls_per_s)::numeric)
+		 FROM call_cost GROUP BY 1 ORDER BY 2" | sed 's/^/  no-op complete, /'
 
 	# The fenced complete of one job with 5,000 jobs running, after an
 	# ANALYZE that saw none running: plain status test and "IS TRUE" form,
 	# generic plans as the extension keeps them.
-	reset_jobs 20000
+	reset_jobs 100000
 	qm "SELECT count(*) FROM jobqueue.jq_claim('bench', 1000, 'w')" \
 		"SELECT count(*) FROM jobqueue.jq_claim('bench', 1000, 'w')" \
 		"SELECT count(*) FROM jobqueue.jq_claim('bench', 1000, 'w')" \
@@ -693,8 +725,14 @@ export_results() {
 			ORDER BY 1 DESC, 3, 2"
 	}
 	r "SELECT count(*) FROM naive" | grep -qv '^0$' && export_csv naive "SELECT * FROM naive"
+	r "SELECT to_regclass('call_cost') IS NOT NULL" | grep -q t &&
+		export_csv call_cost "SELECT variant, count(*) AS runs,
+			round(percentile_cont(0.5) WITHIN GROUP (ORDER BY calls_per_s)::numeric) AS calls_per_s,
+			round((1e6 / percentile_cont(0.5) WITHIN GROUP (ORDER BY calls_per_s))::numeric, 1) AS us_per_call
+			FROM call_cost GROUP BY 1 ORDER BY 3"
 	r "SELECT to_regclass('diag') IS NOT NULL" | grep -q t &&
-		export_csv diag_statements "SELECT impl, batch, toplevel, calls, round(total_ms::numeric, 1) AS total_ms,
+		export_csv diag_statements "SELECT impl, batch, toplevel, calls, plans, round(plan_ms::numeric, 1) AS plan_ms,
+			round(total_ms::numeric, 1) AS exec_ms,
 			round(us_per_call::numeric, 1) AS us_per_call, round(us_per_job::numeric, 1) AS us_per_job,
 			query FROM diag"
 	r "SELECT count(*) FROM latency_log" | grep -qv '^0$' && {
