@@ -63,6 +63,37 @@ SELECT count(*) FROM jobqueue.jq_claim('q_ctr', 2, 'w2');
 ROLLBACK;
 SELECT * FROM pg_temp.counters('q_ctr');
 
+-- a rolled-back savepoint takes its events back, a released one keeps them
+SELECT jobqueue.jq_counters_reset('q_ctr');
+BEGIN;
+SELECT jobqueue.jq_enqueue('q_ctr', '{"kept": 1}') > 0 AS enqueued;
+SAVEPOINT a;
+SELECT count(jobqueue.jq_enqueue('q_ctr', '{"undone": 1}')) FROM generate_series(1, 5);
+SAVEPOINT b;
+SELECT jobqueue.jq_enqueue('q_ctr', '{"undone": 2}') > 0 AS enqueued;
+RELEASE SAVEPOINT b;
+ROLLBACK TO SAVEPOINT a;
+SAVEPOINT c;
+SELECT count(jobqueue.jq_enqueue('q_ctr', '{"kept": 2}')) FROM generate_series(1, 2);
+SAVEPOINT d;
+SELECT jobqueue.jq_enqueue('q_ctr', '{"kept": 3}') > 0 AS enqueued;
+RELEASE SAVEPOINT c;
+COMMIT;
+SELECT * FROM pg_temp.counters('q_ctr');
+-- the same in PL/pgSQL: an exception block is a subtransaction
+DO $$
+BEGIN
+	PERFORM jobqueue.jq_enqueue('q_ctr', '{"kept": 4}');
+	BEGIN
+		PERFORM jobqueue.jq_enqueue('q_ctr', '{"undone": 3}');
+		RAISE EXCEPTION 'handler failed';
+	EXCEPTION WHEN raise_exception THEN
+		NULL;
+	END;
+END
+$$;
+SELECT * FROM pg_temp.counters('q_ctr');
+
 -- jobqueue.track_counters = off: nothing is counted
 SELECT jobqueue.jq_counters_reset('q_ctr');
 SET jobqueue.track_counters = off;

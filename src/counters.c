@@ -19,8 +19,9 @@
  * Events (enqueued, claimed, completed ...) are counted only when the
  * transaction commits: a rolled-back enqueue enqueued nothing.  Calls and
  * times of jq_claim/jq_complete are counted either way, since the calls were
- * made.  (A rolled-back subtransaction's events are still counted when the
- * top transaction commits; savepoints around queue calls are rare.)
+ * made.  Events of a subtransaction (a savepoint, a PL/pgSQL block with an
+ * EXCEPTION clause) are noted in a small undo log and taken back if the
+ * subtransaction rolls back; at top level nothing is logged.
  *
  * Locking:
  *	  JqCounterShared->lock (LWLock) protects the hash table's structure:
@@ -117,6 +118,17 @@ static JqPending *jq_pending_last = NULL;
 static bool jq_pending_any = false;
 static bool jq_xact_callback_registered = false;
 
+/* Events counted inside subtransactions, to take back if they roll back */
+typedef struct JqUndo
+{
+	JqPending  *pending;
+	JqCounter	counter;
+	int			nest_level;
+	int64		n;
+} JqUndo;
+
+static List *jq_undo_log = NIL;	/* in TopTransactionContext */
+
 #if PG_VERSION_NUM >= 150000
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 #endif
@@ -125,6 +137,10 @@ static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 static void jq_counters_shmem_request(void);
 static void jq_counters_shmem_startup(void);
 static void jq_counters_xact_callback(XactEvent event, void *arg);
+static void jq_counters_subxact_callback(SubXactEvent event,
+										 SubTransactionId mySubid,
+										 SubTransactionId parentSubid,
+										 void *arg);
 
 static Size
 jq_counters_shmem_size(void)
@@ -269,6 +285,7 @@ jq_pending_for(const char *queue_name)
 	if (!jq_xact_callback_registered)
 	{
 		RegisterXactCallback(jq_counters_xact_callback, NULL);
+		RegisterSubXactCallback(jq_counters_subxact_callback, NULL);
 		jq_xact_callback_registered = true;
 	}
 
@@ -302,6 +319,19 @@ jq_count(const char *queue_name, JqCounter c, int64 n)
 	p->values.counts[c] += n;
 	p->dirty = true;
 	jq_pending_any = true;
+
+	if (GetCurrentTransactionNestLevel() > 1)
+	{
+		MemoryContext oldcontext = MemoryContextSwitchTo(TopTransactionContext);
+		JqUndo	   *u = palloc(sizeof(JqUndo));
+
+		u->pending = p;
+		u->counter = c;
+		u->nest_level = GetCurrentTransactionNestLevel();
+		u->n = n;
+		jq_undo_log = lappend(jq_undo_log, u);
+		MemoryContextSwitchTo(oldcontext);
+	}
 }
 
 /* Start timing a jq_claim or jq_complete call (when counting). */
@@ -451,10 +481,55 @@ jq_counters_flush(bool events_too)
 	}
 }
 
+/*
+ * Subtransaction end: a rollback takes back the events counted inside it
+ * (and inside its children); a commit hands them to the parent level.
+ */
+static void
+jq_counters_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+							 SubTransactionId parentSubid, void *arg)
+{
+	int			level = GetCurrentTransactionNestLevel();
+	List	   *kept = NIL;
+	ListCell   *lc;
+	MemoryContext oldcontext;
+
+	if (jq_undo_log == NIL ||
+		(event != SUBXACT_EVENT_ABORT_SUB && event != SUBXACT_EVENT_COMMIT_SUB))
+		return;
+
+	/* not the subtransaction's context: it is about to go away */
+	oldcontext = MemoryContextSwitchTo(TopTransactionContext);
+	foreach(lc, jq_undo_log)
+	{
+		JqUndo	   *u = (JqUndo *) lfirst(lc);
+
+		if (u->nest_level < level)
+			kept = lappend(kept, u);
+		else if (event == SUBXACT_EVENT_ABORT_SUB)
+			u->pending->values.counts[u->counter] -= u->n;
+		else if (level - 1 > 1)
+		{
+			u->nest_level = level - 1;
+			kept = lappend(kept, u);
+		}
+		/* committed into the top level: nothing left to undo */
+	}
+	list_free(jq_undo_log);
+	jq_undo_log = kept;
+	MemoryContextSwitchTo(oldcontext);
+}
+
 /* Transaction end: publish the counts (commit) or only the calls (abort). */
 static void
 jq_counters_xact_callback(XactEvent event, void *arg)
 {
+	/* the log lived in TopTransactionContext, which is going away */
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT ||
+		event == XACT_EVENT_PREPARE || event == XACT_EVENT_ABORT ||
+		event == XACT_EVENT_PARALLEL_ABORT)
+		jq_undo_log = NIL;
+
 	switch (event)
 	{
 		case XACT_EVENT_COMMIT:
