@@ -1,6 +1,6 @@
 # Plots of the jobqueue benchmark; run by bench/run.sh as
 #   gnuplot -e "dat='<data dir>'; out='<results dir>'" bench/plots.gp
-set terminal pngcairo size 1200,500 font "sans,10"
+set terminal pngcairo noenhanced size 1300,500 font "sans,10"
 set grid
 set key top left
 f(name) = dat . "/" . name . ".dat"
@@ -10,6 +10,7 @@ nonempty(name) = system("test -s " . f(name) . " && echo 1 || echo 0") + 0
 # synchronous_commit setting.
 if (nonempty("claim_off_1_ext")) {
 	set output out . "/throughput_claim.png"
+	set key below horizontal maxcols 3
 	set multiplot layout 1,2 title "claim + complete: jobs per second (median), jobqueue vs hand-written SQL"
 	set logscale y
 	set xlabel "clients"
@@ -40,6 +41,7 @@ if (nonempty("claim_off_1_ext")) {
 	unset multiplot
 	unset logscale
 	set autoscale y
+	set key inside top left
 }
 
 # Claim latency against backlog size.
@@ -52,13 +54,15 @@ if (nonempty("growth_ext")) {
 	set format x "%.0s%c"
 	set xlabel "pending jobs"
 	set ylabel "latency (us)"
-	set key top left
+	set key below horizontal maxcols 3
 	plot f("growth_ext") using 1:2 with linespoints lw 2 pt 7 title "jq_claim p50", \
 		 f("growth_ext") using 1:3 with linespoints lw 2 pt 5 title "jq_claim p99", \
 		 f("growth_hand") using 1:2 with linespoints lw 2 dt 2 pt 6 title "hand-written p50", \
 		 f("growth_hand") using 1:3 with linespoints lw 2 dt 2 pt 4 title "hand-written p99", \
-		 f("growth_finished_ext") using 1:2 with points pt 9 ps 2 title "jq_claim p50, + 10M finished jobs", \
-		 f("growth_finished_ext") using 1:3 with points pt 11 ps 2 title "jq_claim p99, + 10M finished jobs"
+		 f("growth_finished_ext") using 1:2 with points pt 9 ps 2 title "jq_claim p50, + " . finished . " finished jobs", \
+		 f("growth_finished_ext") using 1:3 with points pt 11 ps 2 title "jq_claim p99, + " . finished . " finished jobs", \
+		 f("growth_finished_hand") using 1:2 with points pt 8 ps 2 title "hand-written p50, + " . finished . " finished jobs", \
+		 f("growth_finished_hand") using 1:3 with points pt 10 ps 2 title "hand-written p99, + " . finished . " finished jobs"
 	unset logscale
 	set format x "%g"
 }
@@ -66,7 +70,8 @@ if (nonempty("growth_ext")) {
 # Sustained churn over time.
 if (nonempty("churn")) {
 	set output out . "/churn.png"
-	set terminal pngcairo size 1200,800 font "sans,10"
+	set terminal pngcairo noenhanced size 1300,800 font "sans,10"
+	set key below horizontal maxcols 3
 	set multiplot layout 2,1 title "sustained churn: enqueue + claim + complete at a steady rate"
 	set xlabel "time (s)"
 	set title "throughput"

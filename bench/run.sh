@@ -811,7 +811,8 @@ plot_results() {
 	r "SELECT t, tps, lat_ms, lag_ms, total_bytes / 1048576.0, table_bytes / 1048576.0,
 			index_bytes / 1048576.0, n_dead_tup, n_live_tup, pending + running
 		 FROM churn ORDER BY t" | tr '|' ' ' >"$d/churn.dat"
-	gnuplot -e "dat='$d'; out='$RES'" "$BENCH_DIR/plots.gp"
+	gnuplot -e "dat='$d'; out='$RES'; finished='$(awk -v n="$BENCH_GROWTH_FINISHED" \
+		'BEGIN { print (n >= 1e6 ? n / 1e6 "M" : n / 1e3 "k") }')'" "$BENCH_DIR/plots.gp"
 	ls "$RES"/*.png
 }
 
