@@ -200,10 +200,12 @@ jq_drop_queue(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-/* Set a queue's paused flag. */
-static void
+/* Set a queue's paused flag; returns the queue's notify setting. */
+static bool
 jq_set_paused(FunctionCallInfo fcinfo, bool paused)
 {
+	bool		notify;
+
 	char	   *queue_name = jq_arg_queue_name(fcinfo, 0);
 	Oid			argtypes[2] = {TEXTOID, BOOLOID};
 	Datum		values[2];
@@ -212,18 +214,21 @@ jq_set_paused(FunctionCallInfo fcinfo, bool paused)
 	values[1] = BoolGetDatum(paused);
 
 	jq_spi_connect();
-	jq_execute_once("UPDATE jobqueue.queues q SET paused = $2 WHERE q.queue_name = $1",
-					2, argtypes, values, NULL, SPI_OK_UPDATE);
+	jq_execute_once("UPDATE jobqueue.queues q SET paused = $2 WHERE q.queue_name = $1 "
+					"RETURNING q.notify",
+					2, argtypes, values, NULL, SPI_OK_UPDATE_RETURNING);
 	if (SPI_processed == 0)
 		jq_raise_unknown_queue(queue_name);
+	notify = jq_result_bool(0, 1);
 	jq_spi_finish();
+	return notify;
 }
 
 /* jq_pause_queue(queue_name): claims of a paused queue return no rows */
 Datum
 jq_pause_queue(PG_FUNCTION_ARGS)
 {
-	jq_set_paused(fcinfo, true);
+	(void) jq_set_paused(fcinfo, true);
 	PG_RETURN_VOID();
 }
 
@@ -231,8 +236,8 @@ jq_pause_queue(PG_FUNCTION_ARGS)
 Datum
 jq_resume_queue(PG_FUNCTION_ARGS)
 {
-	jq_set_paused(fcinfo, false);
-	jq_wakeup_queue(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	if (jq_set_paused(fcinfo, false))
+		jq_wakeup_queue(text_to_cstring(PG_GETARG_TEXT_PP(0)));
 	PG_RETURN_VOID();
 }
 
@@ -317,6 +322,7 @@ jq_retry_dead(PG_FUNCTION_ARGS)
 	Datum		values[6];
 	char		nulls[6];
 	uint64		count;
+	bool		notify;
 
 	memset(nulls, JQ_NOTNULL, sizeof(nulls));
 	values[0] = CStringGetTextDatum(queue_name);
@@ -331,13 +337,13 @@ jq_retry_dead(PG_FUNCTION_ARGS)
 	values[5] = Int32GetDatum(jq_error_history);
 
 	jq_spi_connect();
-	jq_require_queue(queue_name);
+	notify = jq_require_queue(queue_name);
 	jq_execute(JQ_PLAN_RETRY_DEAD, values, nulls, SPI_OK_UPDATE);
 	count = SPI_processed;
 	jq_count(queue_name, JQ_CTR_REPLAYED, (int64) count);
 	jq_spi_finish();
 
-	if (count > 0)
+	if (count > 0 && notify)
 		jq_wakeup_queue(queue_name);
 
 	PG_RETURN_INT64((int64) count);

@@ -96,7 +96,7 @@ extern void jq_execute(JqPlanId id, Datum *values, const char *nulls,
 extern Datum jq_result(uint64 row, int col);
 extern bool jq_result_bool(uint64 row, int col);
 extern char *jq_result_cstring(uint64 row, int col);
-extern void jq_require_queue(const char *queue_name);
+extern bool jq_require_queue(const char *queue_name);
 
 /* Argument validation (validate.c); each raises an ERROR on bad input */
 extern char *jq_arg_queue_name(FunctionCallInfo fcinfo, int argno);

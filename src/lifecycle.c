@@ -95,9 +95,9 @@ jq_result_cstring(uint64 row, int col)
 /*
  * Error out if queue_name does not exist.  Used when a statement returned
  * no rows, to tell "nothing to do" from "no such queue" without paying for
- * a second lookup on the common path.
+ * a second lookup on the common path.  Returns the queue's notify setting.
  */
-void
+bool
 jq_require_queue(const char *queue_name)
 {
 	Datum		values[1];
@@ -106,6 +106,7 @@ jq_require_queue(const char *queue_name)
 	jq_execute(JQ_PLAN_QUEUE_EXISTS, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		jq_raise_unknown_queue(queue_name);
+	return jq_result_bool(0, 2);
 }
 
 /*

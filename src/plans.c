@@ -111,7 +111,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	},
 	/* JQ_PLAN_QUEUE_EXISTS: $1 queue */
 	[JQ_PLAN_QUEUE_EXISTS] = {
-		"SELECT q.paused FROM jobqueue.queues q WHERE q.queue_name = $1",
+		"SELECT q.paused, q.notify FROM jobqueue.queues q WHERE q.queue_name = $1",
 		1, {TEXTOID}
 	},
 	/*
