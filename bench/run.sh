@@ -775,6 +775,103 @@ export_results() {
 		column -s, -t <"$f" | head -n 60
 	done
 	plot_results
+	summary_md >"$RES/summary.md"
+	log "summary: $RES/summary.md"
+}
+
+# A markdown table: md_table "col | col | ..." "query" (the query's columns
+# in that order; psql separates them with |).
+md_table() {
+	local header=$1 query=$2 rows
+	rows=$(r "$query") || return 0
+	[ -n "$rows" ] || return 0
+	echo "| $header |"
+	echo "|$(sed 's/[^|]*/---/g' <<<"$header")|"
+	sed 's/|/ | /g; s/^/| /; s/$/ |/' <<<"$rows"
+	echo
+}
+
+# Every result as markdown tables, for bench/README.md.
+summary_md() {
+	echo "## claim + complete, jobs/s (median of $BENCH_ROUNDS runs of ${BENCH_SECONDS}s)"
+	echo
+	md_table "synchronous_commit | batch | clients | jobqueue | hand-written | ratio | WAL B/job jobqueue | WAL B/job hand | server CPU us/job jobqueue | server CPU us/job hand" \
+		"SELECT e.sync_commit, e.batch, e.clients, e.jobs_per_s, h.jobs_per_s,
+				to_char(e.jobs_per_s / h.jobs_per_s, 'FM0.00') ||
+				CASE WHEN e.jobs_per_s / h.jobs_per_s < 0.95 THEN ' (< 0.95)' ELSE '' END,
+				e.wal_bytes_per_job, h.wal_bytes_per_job, e.server_cpu_us_per_job, h.server_cpu_us_per_job
+		   FROM throughput e JOIN throughput h ON h.impl = 'hand'
+				AND (h.scenario, h.batch, h.clients, h.sync_commit) = (e.scenario, e.batch, e.clients, e.sync_commit)
+		  WHERE e.impl = 'ext' AND e.scenario = 'claim' ORDER BY e.sync_commit DESC, e.batch, e.clients"
+	echo "## batched vs single-job claim + complete (jobqueue), jobs/s"
+	echo
+	md_table "synchronous_commit | clients | batch | jobs/s | batch of 1, jobs/s | speedup" \
+		"SELECT b.sync_commit, b.clients, b.batch, b.jobs_per_s, s.jobs_per_s,
+				to_char(b.jobs_per_s / s.jobs_per_s, 'FM990.0') || 'x'
+		   FROM throughput b JOIN throughput s ON s.scenario = b.scenario AND s.impl = b.impl
+				AND s.clients = b.clients AND s.sync_commit = b.sync_commit AND s.batch = 1
+		  WHERE b.scenario = 'claim' AND b.impl = 'ext' AND b.batch > 1 ORDER BY 1 DESC, 3, 2"
+	echo "## enqueue, jobs/s"
+	echo
+	md_table "synchronous_commit | jobs per call | clients | jobqueue | hand-written | ratio | WAL B/job jobqueue | WAL B/job hand | server CPU us/job jobqueue | server CPU us/job hand" \
+		"SELECT e.sync_commit, e.batch, e.clients, e.jobs_per_s, h.jobs_per_s,
+				to_char(e.jobs_per_s / h.jobs_per_s, 'FM0.00'),
+				e.wal_bytes_per_job, h.wal_bytes_per_job, e.server_cpu_us_per_job, h.server_cpu_us_per_job
+		   FROM throughput e JOIN throughput h ON h.impl = 'hand'
+				AND (h.scenario, h.batch, h.clients, h.sync_commit) = (e.scenario, e.batch, e.clients, e.sync_commit)
+		  WHERE e.impl = 'ext' AND e.scenario = 'enqueue' ORDER BY e.sync_commit DESC, e.batch, e.clients"
+	echo "jq_enqueue on a queue with notify on:"
+	echo
+	md_table "synchronous_commit | clients | jobs/s | WAL B/job | server CPU us/job" \
+		"SELECT sync_commit, clients, jobs_per_s, wal_bytes_per_job, server_cpu_us_per_job
+		   FROM throughput WHERE scenario = 'enqueue_notify'"
+	echo "## the fixed cost of one call (a complete that matches no job, 1 client)"
+	echo
+	md_table "variant | calls/s | us per call" \
+		"SELECT variant, round(percentile_cont(0.5) WITHIN GROUP (ORDER BY calls_per_s)::numeric),
+				round((1e6 / percentile_cont(0.5) WITHIN GROUP (ORDER BY calls_per_s))::numeric, 1)
+		   FROM call_cost GROUP BY 1 ORDER BY 2 DESC" 2>/dev/null
+	echo "## double-claim experiment: 8 clients x 1,250 claims on 10,000 jobs"
+	echo
+	md_table "claim | distinct jobs succeeded | still pending | highest attempt_count | jobs claimed more than once | seconds" \
+		"SELECT CASE impl WHEN 'naive' THEN 'naive UPDATE ... WHERE id = (SELECT ... LIMIT 1)'
+					WHEN 'ext' THEN 'jq_claim + jq_complete' ELSE 'hand-written SKIP LOCKED' END,
+				distinct_succeeded, still_pending, max_attempts, jobs_claimed_twice_or_more,
+				round(seconds::numeric, 1) FROM naive"
+	echo "## claim latency against backlog (1 client, claim of 1 job, $BENCH_ROUNDS x $BENCH_LAT_CLAIMS claims each)"
+	echo
+	md_table "backlog | claim | p50 us | p99 us | mean us | p50 / p50 at the smallest backlog" \
+		"SELECT l.size, CASE l.impl WHEN 'ext' THEN 'jq_claim' ELSE 'hand-written' END,
+				percentile_disc(0.5) WITHIN GROUP (ORDER BY l.latency_us),
+				percentile_disc(0.99) WITHIN GROUP (ORDER BY l.latency_us),
+				round(avg(l.latency_us)),
+				to_char(percentile_disc(0.5) WITHIN GROUP (ORDER BY l.latency_us)::numeric /
+					(SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY b.latency_us)
+					   FROM latency_log b WHERE b.impl = l.impl AND b.finished = 0
+						 AND b.pending = (SELECT min(pending) FROM latency_log)), 'FM990.00')
+		   FROM latency_log l GROUP BY l.size, l.impl, l.pending, l.finished
+		  ORDER BY l.finished, l.pending, l.impl"
+	echo "## reaper: expired leases back to pending"
+	echo
+	md_table "how | expired leases | reaped | batches | seconds | leases/s" \
+		"SELECT how, expired, reaped, coalesce(batches::text, ''), round(seconds::numeric, 1),
+				round((reaped / seconds)::numeric) FROM reap"
+	echo "## table size after jobs flowed through (enqueue_many + claim + complete_many of 100, 4 clients)"
+	echo
+	md_table "purging | jobs flowed | when | heap | indexes | total | rows in table | n_dead_tup" \
+		"SELECT purging, jobs_flowed, phase, pg_size_pretty(table_bytes), pg_size_pretty(index_bytes),
+				pg_size_pretty(total_bytes), rows_in_table, n_dead_tup FROM bloat"
+	echo "## sustained churn"
+	echo
+	[ -f "$RES/churn_settings.txt" ] && { cat "$RES/churn_settings.txt"; echo; }
+	md_table "samples | mean jobs/s | min jobs/s | max jobs/s | mean latency ms | max lag ms | total size first / min / max / last | max n_dead_tup" \
+		"SELECT count(*), round(avg(tps)), round(min(tps)), round(max(tps)), round(avg(lat_ms)::numeric, 1),
+				round(max(lag_ms)::numeric, 1),
+				pg_size_pretty((array_agg(total_bytes ORDER BY t))[1]) || ' / ' ||
+				pg_size_pretty(min(total_bytes)) || ' / ' || pg_size_pretty(max(total_bytes)) || ' / ' ||
+				pg_size_pretty((array_agg(total_bytes ORDER BY t DESC))[1]),
+				max(n_dead_tup)
+		   FROM churn HAVING count(*) > 0"
 }
 
 # Data files for gnuplot (one per line in a plot) and the plots themselves.
@@ -813,7 +910,7 @@ plot_results() {
 		 FROM churn ORDER BY t" | tr '|' ' ' >"$d/churn.dat"
 	gnuplot -e "dat='$d'; out='$RES'; finished='$(awk -v n="$BENCH_GROWTH_FINISHED" \
 		'BEGIN { print (n >= 1e6 ? n / 1e6 "M" : n / 1e3 "k") }')'" "$BENCH_DIR/plots.gp"
-	ls "$RES"/*.png
+	ls "$RES"/*.png 2>/dev/null || true
 }
 
 # ---------------------------------------------------------------------------
