@@ -110,6 +110,18 @@ jq_require_queue(const char *queue_name)
 }
 
 /*
+ * Is a job enqueued with run_at (NULL: now) ready at time now?  Listeners
+ * are woken only for ready work; the background worker announces delayed
+ * jobs when they become ready.
+ */
+static bool
+jq_ready_now(Datum run_at, bool run_at_null, Datum now)
+{
+	return run_at_null ||
+		DatumGetTimestampTz(run_at) <= DatumGetTimestampTz(now);
+}
+
+/*
  * jq_enqueue(queue_name, payload, priority, run_at, max_attempts,
  *			  idempotency_key) returns bigint
  *
@@ -192,7 +204,8 @@ jq_enqueue(PG_FUNCTION_ARGS)
 	}
 	jq_spi_finish();
 
-	if (notify)
+	/* a job that is not ready yet is announced when it becomes ready */
+	if (notify && jq_ready_now(values[3], nulls[3] == JQ_ISNULL, values[6]))
 		jq_wakeup_queue(queue_name);
 
 	PG_RETURN_INT64(job_id);
@@ -260,7 +273,7 @@ jq_enqueue_many(PG_FUNCTION_ARGS)
 		jq_require_queue(queue_name);
 	jq_spi_finish();
 
-	if (notify)
+	if (notify && jq_ready_now(values[3], nulls[3] == JQ_ISNULL, values[4]))
 		jq_wakeup_queue(queue_name);
 
 	return (Datum) 0;
