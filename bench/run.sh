@@ -754,7 +754,9 @@ export_results() {
 		echo "kernel: $(uname -r)"
 		echo "server: $(q 'SELECT version()')"
 		echo "pgbench: $(as_pguser pgbench --version)"
-		echo "jobqueue: $(q "SELECT extversion FROM pg_extension WHERE extname = 'jobqueue'") ($(git -C "$JQ_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown))"
+		echo "jobqueue: $(q "SELECT extversion FROM pg_extension WHERE extname = 'jobqueue'") (commit $(git -C "$JQ_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)$(
+			[ -n "$(git -C "$JQ_ROOT" status --porcelain -- src sql jobqueue.control 2>/dev/null)" ] &&
+				echo ", with uncommitted changes in src/ or sql/"))"
 		echo "background worker: $(have_worker && echo running || echo absent or off)"
 		echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 		echo "wall time of the parts: ${PART_TIMES%, }"
