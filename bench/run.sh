@@ -540,6 +540,11 @@ part_reap() {
 			q "SELECT pg_reload_conf()" >/dev/null
 			sleep 2
 			if have_worker; then
+				# The launcher starts the worker again within its interval.
+				for _ in $(seq 1 60); do
+					[ "$(q "SELECT attached FROM jobqueue.jq_worker_status()")" = t ] && break
+					sleep 0.5
+				done
 				load_expired "$n"
 				q "ALTER SYSTEM RESET jobqueue.reap_interval" >/dev/null
 				t0=$(date +%s.%N)
