@@ -247,11 +247,10 @@ FROM (VALUES
 ORDER BY v.ord;
 -- the 10,000 ids came back in payload order
 SELECT count(*) AS bulk_jobs,
-	bool_and(j.payload->'bulk' = pg_catalog.to_jsonb(j.id - m.min_id + 1)) AS in_order
-FROM jobqueue.jobs j,
-	(SELECT min(id) AS min_id FROM jobqueue.jobs
-	 WHERE queue_name = 'hostile' AND payload ? 'bulk') m
-WHERE j.queue_name = 'hostile' AND j.payload ? 'bulk';
+	bool_and(b.payload->'bulk' = pg_catalog.to_jsonb(b.n)) AS in_order
+FROM (SELECT j.payload, row_number() OVER (ORDER BY j.id) AS n
+	  FROM jobqueue.jobs j
+	  WHERE j.queue_name = 'hostile' AND j.payload ? 'bulk') b;
 DELETE FROM jobqueue.jobs WHERE queue_name = 'hostile' AND payload ? 'bulk';
 VACUUM jobqueue.jobs;
 
