@@ -53,6 +53,8 @@ as_pguser initdb -D "$data" -A trust --no-sync >/dev/null
 	# valgrind makes everything 20-50 times slower
 	echo "statement_timeout = 0"
 	echo "log_min_messages = warning"
+	# JIT compilation under valgrind takes minutes and only checks LLVM
+	echo "jit = off"
 } >>"$data/postgresql.conf"
 
 as_pguser valgrind --quiet --trace-children=yes --leak-check=no \
