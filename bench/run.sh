@@ -67,6 +67,7 @@ BENCH_INSTALL=${BENCH_INSTALL:-1}		# 0: use the installed extension as is
 # minutes (it runs last); 0: no limit.
 BENCH_BUDGET_MIN=${BENCH_BUDGET_MIN:-45}
 BENCH_T0=$(date +%s)
+BENCH_LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 
 CLK_TCK=$(getconf CLK_TCK)
 
@@ -763,7 +764,7 @@ export_results() {
 			[ -n "$(git -C "$JQ_ROOT" status --porcelain -- src sql jobqueue.control 2>/dev/null)" ] &&
 				echo ", with uncommitted changes in src/ or sql/"))"
 		echo "background worker: $(have_worker && echo running || echo absent or off)"
-		echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+		echo "load average (1, 5, 15 min) at the start: $BENCH_LOAD0, at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 		echo "wall time of the parts: ${PART_TIMES%, }"
 		echo "parameters: BENCH_SECONDS=$BENCH_SECONDS BENCH_ROUNDS=$BENCH_ROUNDS BENCH_CLIENTS='$BENCH_CLIENTS'" \
 			"BENCH_GROWTH_SIZES='$BENCH_GROWTH_SIZES' BENCH_GROWTH_FINISHED=$BENCH_GROWTH_FINISHED" \
