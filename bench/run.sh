@@ -931,8 +931,15 @@ main() {
 		jq_build_install "$dir"
 		rm -rf "$dir"
 	fi
-	trap '[ -n "$PURGER_PID" ] && kill "$PURGER_PID" 2>/dev/null; [ "${BENCH_KEEP:-0}" = 1 ] || stop_cluster' EXIT
+	LOAD_PID=
+	trap '[ -n "$PURGER_PID" ] && kill "$PURGER_PID" 2>/dev/null; [ -n "$LOAD_PID" ] && kill "$LOAD_PID" 2>/dev/null; [ "${BENCH_KEEP:-0}" = 1 ] || stop_cluster' EXIT
 	start_cluster
+	# The machine's load through the run: other work on it shows up here.
+	(echo "seconds,load1,part"; while :; do
+		echo "$(($(date +%s) - BENCH_T0)),$(cut -d' ' -f1 /proc/loadavg),$(cat "$WORK/part" 2>/dev/null)"
+		sleep 10
+	done) >"$RES/loadavg.csv" 2>/dev/null &
+	LOAD_PID=$!
 	log "server: $(q 'SELECT version()')"
 	have_worker && log "background worker: on" || log "background worker: absent or off"
 	local part t
@@ -941,11 +948,13 @@ main() {
 		case " $BENCH_ONLY " in
 		*" $part "*)
 			t=$(date +%s)
+			echo "$part" >"$WORK/part"
 			"part_$part"
 			PART_TIMES+="$part $(($(date +%s) - t))s, "
 			;;
 		esac
 	done
+	kill "$LOAD_PID" 2>/dev/null || true
 	export_results
 }
 
