@@ -44,11 +44,15 @@ _PG_init(void)
 							PGC_SUSET, GUC_UNIT_BYTE,
 							NULL, NULL, NULL);
 
+	/*
+	 * At most 64 kB x error_history (at most 1000) entries keeps a job's
+	 * history far below jsonb's 256 MB limit, so appending to it never fails.
+	 */
 	DefineCustomIntVariable("jobqueue.max_error_length",
 							"Longest error message kept in a job's history.",
 							"Longer messages are cut on a character boundary.",
 							&jq_max_error_length,
-							2048, 16, 1024 * 1024,
+							2048, 16, 64 * 1024,
 							PGC_USERSET, GUC_UNIT_BYTE,
 							NULL, NULL, NULL);
 
