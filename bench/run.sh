@@ -780,7 +780,7 @@ export_results() {
 	for f in "$RES"/*.csv; do
 		[ -f "$f" ] || continue
 		log "$(basename "$f")"
-		column -s, -t <"$f" | head -n 60
+		head -n 40 "$f" | column -s, -t
 	done
 	plot_results
 	summary_md >"$RES/summary.md"
