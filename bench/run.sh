@@ -923,6 +923,13 @@ plot_results() {
 
 # ---------------------------------------------------------------------------
 
+# On exit: stop the helpers and, unless BENCH_KEEP=1, the cluster.
+cleanup() {
+	[ -z "$PURGER_PID" ] || kill "$PURGER_PID" 2>/dev/null || true
+	[ -z "${LOAD_PID:-}" ] || kill "$LOAD_PID" 2>/dev/null || true
+	[ "${BENCH_KEEP:-0}" = 1 ] || stop_cluster
+}
+
 main() {
 	jq_install_packages gnuplot-nox
 	if [ "$BENCH_INSTALL" = 1 ]; then
@@ -932,7 +939,7 @@ main() {
 		rm -rf "$dir"
 	fi
 	LOAD_PID=
-	trap '[ -n "$PURGER_PID" ] && kill "$PURGER_PID" 2>/dev/null; [ -n "$LOAD_PID" ] && kill "$LOAD_PID" 2>/dev/null; [ "${BENCH_KEEP:-0}" = 1 ] || stop_cluster' EXIT
+	trap cleanup EXIT
 	start_cluster
 	# The machine's load through the run: other work on it shows up here.
 	(echo "seconds,load1,part"; while :; do
