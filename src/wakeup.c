@@ -145,7 +145,7 @@ jq_wakeup_queue(const char *queue_name)
 		w = (JqPendingWake *) lfirst(lc);
 		if (strcmp(w->queue_name, queue_name) == 0)
 		{
-			/* already asked; it now survives only if both levels commit */
+			/* already asked; keep the outermost level that asked */
 			if (w->nest_level > level)
 				w->nest_level = level;
 			return;
