@@ -4,7 +4,7 @@
 #   throwaway cluster under ./demo/work, and tells a short story: a few
 #   thousand jobs, four workers, one worker that crashes holding leases,
 #   the recovery of its jobs, a dead-lettered job and its replay.
-# Usage: sudo scripts/demo.sh     (exits non-zero if any job is lost or
+# Usage: sudo bash scripts/demo.sh     (exits non-zero if any job is lost or
 #                                  not recovered; the cluster is stopped
 #                                  at the end in every case)
 # Environment: PG_CONFIG (default: the packaged PostgreSQL 15),

@@ -5,7 +5,7 @@
 # starts its own throwaway servers for
 #   pg_regress (sql/, expected/), pgTAP (test/pgtap/),
 #   isolation specs (test/isolation/) and TAP tests (test/t/).
-# Usage: sudo scripts/test.sh        (exits non-zero on any failure)
+# Usage: sudo bash scripts/test.sh        (exits non-zero on any failure)
 source "$(dirname "$0")/common.sh"
 
 jq_install_packages
