@@ -95,7 +95,7 @@ is( $node->safe_psql('jq_dst', 'SELECT count(*) FROM jobqueue.jobs'),
 	'as many jobs');
 is( $node->safe_psql('jq_dst',
 		"SELECT extversion FROM pg_extension WHERE extname = 'jobqueue'"),
-	'1.1', 'the extension is restored at its version');
+	'1.2', 'the extension is restored at its version');
 
 # The restored lease is still held: its token completes it, a stale token
 # is refused.

@@ -20,7 +20,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my @earlier_versions = ('1.0');
+my @earlier_versions = ('1.0', '1.1');
 
 my $node = PostgreSQL::Test::Cluster->new('upgrade');
 $node->init;
