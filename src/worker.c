@@ -35,6 +35,7 @@
 #include "jobqueue.h"
 
 #include "access/xact.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_database.h"
 #include "catalog/pg_extension.h"
 #include "commands/async.h"
@@ -51,6 +52,7 @@
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
@@ -179,6 +181,66 @@ jq_database_wanted(const char *dbname)
 }
 
 /*
+ * Settings of the worker's session, applied over anything the database or a
+ * role sets (ALTER DATABASE/ROLE ... SET, which the connection has just
+ * applied).  The worker runs as the bootstrap superuser in a database whose
+ * owner may be an ordinary role, so nothing that owner controls may change
+ * what the worker's statements resolve to or whether they can run:
+ *
+ *	- search_path: the statements name every table and function with its
+ *	  schema, but operators (=, <, ||) are looked up through the path.  With
+ *	  pg_catalog first and pg_temp last, a database owner's schema is never
+ *	  searched (the SQL functions pin the same path).
+ *	- read-only or serializable default transactions, and timeouts, would
+ *	  make reaping fail; the worker's transactions are its own and short.
+ *	- role: a SET ROLE from the database's settings would make the worker
+ *	  act as that role.
+ *	- lock_timeout is below deadlock_timeout: when the worker does wait for
+ *	  a lock (it takes the table locks conditionally, see jq_work_begin), it
+ *	  gives up before the deadlock detector could pick a user's DDL instead.
+ *
+ * synchronous_commit is off (a lost reap is redone, a notification is only a
+ * hint), jit is off (small generic plans run every tick), and the output
+ * formats are fixed so that the texts the worker writes (error histories)
+ * do not depend on the database's settings.
+ */
+static void
+jq_worker_pin_settings(void)
+{
+	static const struct
+	{
+		const char *name;
+		const char *value;
+	}			pinned[] = {
+		{"search_path", "pg_catalog, pg_temp"},
+		{"role", "none"},
+		{"default_transaction_read_only", "off"},
+		{"default_transaction_isolation", "read committed"},
+		{"default_transaction_deferrable", "off"},
+		{"statement_timeout", "0"},
+		{"idle_in_transaction_session_timeout", "0"},
+		{"idle_session_timeout", "0"},
+#if PG_VERSION_NUM >= 170000
+		{"transaction_timeout", "0"},
+#endif
+		{"DateStyle", "ISO, MDY"},
+		{"IntervalStyle", "postgres"},
+		{"TimeZone", "UTC"},
+		{"application_name", "jobqueue worker"},
+		{"synchronous_commit", "off"},
+		{"jit", "off"},
+	};
+	char		lock_timeout[32];
+
+	for (int i = 0; i < lengthof(pinned); i++)
+		SetConfigOption(pinned[i].name, pinned[i].value,
+						PGC_SUSET, PGC_S_OVERRIDE);
+	snprintf(lock_timeout, sizeof(lock_timeout), "%d",
+			 Max(DeadlockTimeout / 2, 1));
+	SetConfigOption("lock_timeout", lock_timeout, PGC_SUSET, PGC_S_OVERRIDE);
+}
+
+/*
  * Record state in our slot and exit.  proc_exit runs jq_worker_detach.
  */
 static void
@@ -285,38 +347,73 @@ jq_worker_check_stop(void)
 }
 
 /*
+ * Take lockmode on relation relname of schema jobqueue without waiting.
+ * A relation that does not exist counts as locked: the statement that uses
+ * it will say what is missing.
+ */
+static bool
+jq_try_lock_relation(Oid nspoid, const char *relname, LOCKMODE lockmode)
+{
+	Oid			relid = get_relname_relid(relname, nspoid);
+
+	return !OidIsValid(relid) || ConditionalLockRelationOid(relid, lockmode);
+}
+
+/*
  * Start a unit of work: a transaction, the extension locked against DROP
- * EXTENSION, a snapshot taken after that lock, and an SPI connection.
- * Returns false, with no transaction open, if the extension is not
- * installed.
+ * EXTENSION, the tables locked for the statements, a snapshot taken after
+ * those locks, and an SPI connection.
+ *
+ * The worker never waits for a lock a user's session holds or is waiting
+ * for: DDL (TRUNCATE, DROP EXTENSION, ALTER TABLE) must never fail because
+ * the worker queued behind it and then held it up.  When a lock is not free
+ * at once, the unit ends at once and returns false; the caller skips the
+ * rest of the turn and tries again at the next one.  Without the extension,
+ * the worker exits.
  */
 static bool
 jq_work_begin(const char *activity)
 {
 	Oid			extoid;
+	Oid			nspoid;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	pgstat_report_activity(STATE_RUNNING, activity);
 
 	extoid = get_extension_oid("jobqueue", true);
-	if (OidIsValid(extoid))
-	{
-		/* waits while a DROP EXTENSION runs; then look again */
-		LockDatabaseObject(ExtensionRelationId, extoid, 0, AccessShareLock);
-		if (get_extension_oid("jobqueue", true) != extoid)
-			extoid = InvalidOid;
-	}
 	if (!OidIsValid(extoid))
 	{
 		CommitTransactionCommand();
 		pgstat_report_activity(STATE_IDLE, NULL);
-		return false;
+		jq_worker_exit(JQ_WORKER_NO_EXTENSION);
 	}
+	if (!ConditionalLockDatabaseObject(ExtensionRelationId, extoid, 0,
+									   AccessShareLock))
+		goto busy;
+	/* a DROP EXTENSION may have committed before we got the lock */
+	if (get_extension_oid("jobqueue", true) != extoid)
+	{
+		CommitTransactionCommand();
+		pgstat_report_activity(STATE_IDLE, NULL);
+		jq_worker_exit(JQ_WORKER_NO_EXTENSION);
+	}
+	nspoid = get_namespace_oid("jobqueue", true);
+	if (OidIsValid(nspoid) &&
+		(!jq_try_lock_relation(nspoid, "queues", AccessShareLock) ||
+		 !jq_try_lock_relation(nspoid, "jobs", RowExclusiveLock)))
+		goto busy;
 
 	jq_spi_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	return true;
+
+busy:
+	CommitTransactionCommand();
+	pgstat_report_activity(STATE_IDLE, NULL);
+	ereport(DEBUG1,
+			(errmsg_internal("jobqueue worker: tables locked, turn skipped")));
+	return false;
 }
 
 static void
@@ -408,7 +505,13 @@ jq_announce_marked(void)
 	if (overflow)
 	{
 		if (!jq_work_begin("listing jobqueue queues"))
-			jq_worker_exit(JQ_WORKER_NO_EXTENSION);
+		{
+			/* announce them at the next wake-up */
+			LWLockAcquire(jq_shared->lock, LW_EXCLUSIVE);
+			worker_slot->marks_overflow = true;
+			LWLockRelease(jq_shared->lock);
+			return;
+		}
 		jq_execute(JQ_PLAN_NOTIFY_QUEUES, NULL, NULL, SPI_OK_SELECT);
 		for (i = 0; i < SPI_processed; i++)
 			names = jq_add_name(names, SPI_getvalue(SPI_tuptable->vals[i],
@@ -436,7 +539,7 @@ jq_worker_tick(TimestampTz now)
 	do
 	{
 		if (!jq_work_begin("reaping expired jobqueue leases"))
-			jq_worker_exit(JQ_WORKER_NO_EXTENSION);
+			return;
 		n = jq_reap_batch(jq_reap_batch_size, &ready, tick_cxt);
 		jq_work_end();
 
@@ -451,7 +554,7 @@ jq_worker_tick(TimestampTz now)
 
 	/* queues whose delayed or backed-off jobs became ready */
 	if (!jq_work_begin("looking for ready jobqueue jobs"))
-		jq_worker_exit(JQ_WORKER_NO_EXTENSION);
+		return;
 	values[0] = TimestampTzGetDatum(ready_checked_until);
 	values[1] = TimestampTzGetDatum(now);
 	jq_execute(JQ_PLAN_READY_QUEUES, values, NULL, SPI_OK_SELECT);
@@ -473,7 +576,7 @@ jq_worker_tick(TimestampTz now)
 		do
 		{
 			if (!jq_work_begin("purging finished jobqueue jobs"))
-				jq_worker_exit(JQ_WORKER_NO_EXTENSION);
+				return;
 			n = jq_purge_batch((char *) lfirst(lc), NULL, jq_purge_batch_size);
 			jq_work_end();
 
@@ -539,11 +642,7 @@ jq_worker_main(Datum main_arg)
 		proc_exit(0);
 
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
-	SetConfigOption("application_name", "jobqueue worker",
-					PGC_SUSET, PGC_S_OVERRIDE);
-	SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
-	/* generic plans of small statements, run every tick: never worth JIT */
-	SetConfigOption("jit", "off", PGC_SUSET, PGC_S_OVERRIDE);
+	jq_worker_pin_settings();
 
 	if (IsBinaryUpgrade)
 		jq_worker_exit(JQ_WORKER_STOPPED);
@@ -554,9 +653,8 @@ jq_worker_main(Datum main_arg)
 									 ALLOCSET_DEFAULT_SIZES);
 
 	/* is the extension here at all? */
-	if (!jq_work_begin("checking for the jobqueue extension"))
-		jq_worker_exit(JQ_WORKER_NO_EXTENSION);
-	jq_work_end();
+	if (jq_work_begin("checking for the jobqueue extension"))
+		jq_work_end();
 
 	LWLockAcquire(jq_shared->lock, LW_EXCLUSIVE);
 	worker_slot->state = JQ_WORKER_RUNNING;
