@@ -423,21 +423,24 @@ SELECT pg_temp.try($$SELECT jobqueue.jq_purge('hostile', 'infinity'::interval)$$
 SELECT pg_temp.try($$SELECT jobqueue.jq_purge('hostile', interval '1 second' * 'NaN'::float8)$$) AS nan;
 
 --------------------------------------------------------------------------
--- Stored values out of the functions' reach: a job whose counters are at
--- the end of their range, put there by hand, errors cleanly when claimed
--- and changes nothing
+-- Stored values out of the functions' reach: the table constraints refuse
+-- a lease_token at the end of its range and a policy over 100 years, which
+-- would make every claim or reap of the queue fail; a job whose attempt
+-- counter is at the end of its range, put there by hand, errors cleanly
+-- when claimed and changes nothing
 --------------------------------------------------------------------------
 SELECT jobqueue.jq_create_queue('hostile_edge');
 SELECT jobqueue.jq_enqueue('hostile_edge', '{}', 0, NULL, 2147483647) > 0 AS enqueued;
+\set VERBOSITY terse
 UPDATE jobqueue.jobs SET lease_token = 9223372036854775807 WHERE queue_name = 'hostile_edge';
-SELECT pg_temp.try($$SELECT count(*) FROM jobqueue.jq_claim('hostile_edge', 1, 'w')$$) AS token_at_max;
-UPDATE jobqueue.jobs SET lease_token = 0, attempt_count = 2147483647 WHERE queue_name = 'hostile_edge';
-SELECT pg_temp.try($$SELECT count(*) FROM jobqueue.jq_claim('hostile_edge', 1, 'w')$$) AS attempts_at_max;
--- a lease policy that only a direct UPDATE can store
-UPDATE jobqueue.jobs SET attempt_count = 0 WHERE queue_name = 'hostile_edge';
+UPDATE jobqueue.jobs SET lease_token = -1 WHERE queue_name = 'hostile_edge';
 UPDATE jobqueue.queues SET lease_duration = '1000000 years', max_runtime = '1000000 years'
 WHERE queue_name = 'hostile_edge';
-SELECT pg_temp.try($$SELECT count(*) FROM jobqueue.jq_claim('hostile_edge', 1, 'w')$$) AS lease_out_of_range;
+UPDATE jobqueue.queues SET retention = '100 years 1 day' WHERE queue_name = 'hostile_edge';
+\set VERBOSITY default
+UPDATE jobqueue.jobs SET attempt_count = 2147483647 WHERE queue_name = 'hostile_edge';
+SELECT pg_temp.try($$SELECT count(*) FROM jobqueue.jq_claim('hostile_edge', 1, 'w')$$) AS attempts_at_max;
+UPDATE jobqueue.jobs SET attempt_count = 0 WHERE queue_name = 'hostile_edge';
 SELECT status, attempt_count, lease_token FROM jobqueue.jobs WHERE queue_name = 'hostile_edge';
 
 --------------------------------------------------------------------------

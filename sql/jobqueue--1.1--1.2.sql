@@ -29,3 +29,31 @@ ALTER TABLE jobqueue.queues
 ALTER TABLE jobqueue.jobs
 	ADD CONSTRAINT jobs_lease_token_in_range CHECK (
 		lease_token >= 0 AND lease_token < 9223372036854775807);
+
+------------------------------------------------------------------------------
+-- Background worker tasks
+------------------------------------------------------------------------------
+
+/*
+ * One row per task of the background worker in this database (reap,
+ * announce, purge): how often it runs, when it last completed, how many
+ * runs and items (jobs reaped, queues announced, jobs purged) since the
+ * server started, and its last error.  No rows without
+ * shared_preload_libraries, or before the launcher registered the database.
+ */
+CREATE FUNCTION jobqueue.jq_worker_tasks(
+	OUT task text,
+	OUT run_interval interval,
+	OUT last_run timestamptz,
+	OUT runs bigint,
+	OUT items bigint,
+	OUT consecutive_errors integer,
+	OUT last_error text,
+	OUT last_error_at timestamptz)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'jq_worker_tasks_status'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION jobqueue.jq_worker_tasks() IS
+	'the tasks of the background worker in this database: interval, last run, runs, items, consecutive errors, last error';
+
+REVOKE ALL ON FUNCTION jobqueue.jq_worker_tasks() FROM PUBLIC;

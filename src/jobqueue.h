@@ -31,6 +31,7 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "nodes/pg_list.h"
+#include "port/atomics.h"
 #include "portability/instr_time.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
@@ -80,6 +81,8 @@ typedef enum JqPlanId
 	JQ_PLAN_READY_QUEUES,
 	JQ_PLAN_NOTIFY_QUEUES,
 	JQ_PLAN_JOB_QUEUES,
+	JQ_PLAN_NEXT_LEASE_EXPIRY,
+	JQ_PLAN_PURGE_DUE,
 	JQ_NUM_PLANS
 } JqPlanId;
 
@@ -175,79 +178,156 @@ extern void jq_count_completions(const int64 *ids, int nids, int idcol,
 								 int qcol, instr_time *start);
 
 /*
- * Background workers (shmem.c, launcher.c, worker.c, utility.c; the
- * process model is described in src/README.md).  All of this exists only
- * when the library is in shared_preload_libraries; jq_shared is NULL
- * otherwise.
+ * Background workers (shmem.c, launcher.c, worker.c, worker_tasks.c,
+ * utility.c; the process model is described in src/README.md).  All of
+ * this exists only when the library is in shared_preload_libraries;
+ * jq_shared is NULL otherwise.
+ *
+ * The registry has one entry per database the launcher looks after (at most
+ * jobqueue.max_databases); the pool has jobqueue.max_workers slots, each
+ * serving one database at a time.
  */
+typedef enum JqExtensionState
+{
+	JQ_EXT_UNKNOWN,				/* not looked at since start-up or CREATE
+								 * DATABASE: one visit finds out */
+	JQ_EXT_PRESENT,				/* the extension is installed: served */
+	JQ_EXT_ABSENT				/* not installed: never visited, until the DDL
+								 * hook sees CREATE EXTENSION jobqueue */
+} JqExtensionState;
+
 typedef enum JqWorkerState
 {
-	JQ_WORKER_NONE,				/* no worker; the launcher starts one when due */
+	JQ_WORKER_NONE,				/* free pool slot */
 	JQ_WORKER_STARTING,			/* registered, or attached and checking */
-	JQ_WORKER_RUNNING,			/* the extension is there; ticking */
-	JQ_WORKER_NO_EXTENSION,		/* exited: the extension is not installed */
-	JQ_WORKER_STOPPED,			/* exited on request (DDL, disabled) */
-	JQ_WORKER_EXITED			/* exited unexpectedly (error, terminated) */
+	JQ_WORKER_RUNNING			/* the extension is there; serving */
 } JqWorkerState;
 
+/* The tasks of a worker (worker_tasks.c), in the order they run */
+typedef enum JqTaskId
+{
+	JQ_TASK_REAP,
+	JQ_TASK_ANNOUNCE,
+	JQ_TASK_PURGE,
+	JQ_NUM_TASKS
+} JqTaskId;
+
 #define JQ_MAX_MARKS		32
-/* delay before a worker that exited unexpectedly is started again, in ms */
+/* delay before a database whose worker failed is visited again, in ms */
 #define JQ_WORKER_RESTART_DELAY 2000
 #define JQ_LAST_ERROR_LEN	256
 
-typedef struct JqWorkerSlot
+/* What one task did in one database since the database was registered */
+typedef struct JqTaskStats
 {
-	Oid			dboid;			/* InvalidOid: free slot */
+	TimestampTz last_run;		/* start of the last complete run */
+	TimestampTz last_error_at;
+	uint64		runs;
+	uint64		items;			/* jobs reaped, queues announced, jobs purged */
+	int			consecutive_errors;
+	char		last_error[JQ_LAST_ERROR_LEN];
+} JqTaskStats;
+
+typedef struct JqDatabaseEntry
+{
+	Oid			dboid;			/* InvalidOid: free entry */
+	JqExtensionState extension;
+	int			worker;			/* pool slot serving it, or -1 */
+	TimestampTz next_visit;		/* due for a worker from then on */
+	TimestampTz hold_until;		/* DDL on the database: no worker before */
+	bool		stop_requested; /* its worker must leave at once */
+	bool		unserved;		/* due, but no background worker could start */
+	TimestampTz started_at;		/* start of the current or last visit */
+	TimestampTz last_tick;		/* start of the last complete pass */
+	pg_atomic_uint32 activity;	/* set by backends that changed jobs; reset
+								 * by the worker at the start of a pass */
+	JqTaskStats tasks[JQ_NUM_TASKS];
+} JqDatabaseEntry;
+
+typedef struct JqPoolSlot
+{
+	LWLock	   *marks_lock;		/* protects nmarks, marks_overflow, marks */
+	int			entry;			/* registry entry served, or -1 */
+	Oid			dboid;
 	JqWorkerState state;
 	pid_t		pid;			/* attached worker, 0 if none */
 	Latch	   *latch;			/* its latch, NULL if none */
-	bool		stop_requested; /* the worker must exit at once */
-	TimestampTz next_start;		/* no worker is started before this */
-	TimestampTz hold_until;		/* DDL on the database: no worker before */
+	bool		yield_requested;	/* another database waits for a slot */
 	TimestampTz started_at;
-	TimestampTz last_tick;		/* start time of the last complete tick */
-	uint64		reaped;
-	uint64		purged;
-	uint64		notified;
-	TimestampTz last_error_at;
-	char		last_error[JQ_LAST_ERROR_LEN];
 	/* queues that committed transactions marked as having new work */
 	int			nmarks;
 	bool		marks_overflow; /* more than JQ_MAX_MARKS: wake every queue */
 	char		marks[JQ_MAX_MARKS][JQ_QUEUE_NAME_MAXLEN + 1];
-} JqWorkerSlot;
+} JqPoolSlot;
 
 typedef struct JqShared
 {
-	LWLock	   *lock;			/* protects everything below */
+	LWLock	   *lock;			/* protects everything but the marks */
 	pid_t		launcher_pid;
 	Latch	   *launcher_latch;
 	bool		rescan_requested;	/* the launcher should scan pg_database */
-	int			nslots;
-	JqWorkerSlot slots[FLEXIBLE_ARRAY_MEMBER];
+	bool		registry_full;	/* some database has no entry */
+	int			nentries;
+	int			nworkers;
+	JqDatabaseEntry *entries;
+	JqPoolSlot *workers;
 } JqShared;
 
 extern JqShared *jq_shared;
+/* false when the postmaster refused to register the launcher */
+extern bool jq_launcher_registered;
 
 /* GUCs of the workers (worker.c) */
 extern bool jq_worker_enabled;
 extern char *jq_worker_databases;
 extern int	jq_launcher_interval;
 extern int	jq_reap_interval;
+extern int	jq_purge_interval;
+extern int	jq_idle_visit_interval;
 extern int	jq_reap_batch_size;
 extern int	jq_purge_batch_size;
+extern int	jq_max_workers;
+extern int	jq_max_databases;
 
 extern void jq_worker_guc_init(void);
 extern bool jq_database_wanted(const char *dbname);
+
+/* shmem.c */
+extern void jq_workers_shmem_request(void);
+extern void jq_workers_shmem_startup(void);
 extern void jq_shmem_init(void);
-extern JqWorkerSlot *jq_slot_find(Oid dboid);
-extern JqWorkerSlot *jq_slot_get(Oid dboid);
+extern JqDatabaseEntry *jq_entry_find(Oid dboid);
+extern JqDatabaseEntry *jq_entry_get(Oid dboid);
+extern JqDatabaseEntry *jq_my_entry(void);
 extern bool jq_worker_running(Oid dboid);
+extern void jq_note_activity(void);
 extern void jq_mark_queues(Oid dboid, const char *const *names, int nnames);
 extern void jq_launcher_wake(bool rescan);
+
+/* launcher.c, worker.c, utility.c */
 extern void jq_launcher_register(void);
 extern void jq_utility_init(void);
 extern PGDLLEXPORT void jq_launcher_main(Datum main_arg);
 extern PGDLLEXPORT void jq_worker_main(Datum main_arg);
+
+/*
+ * Worker tasks (worker_tasks.c).  A task's unit runs inside a transaction
+ * the worker opened, with SPI connected and a snapshot pushed; it returns
+ * the number of items it handled and sets *more when another unit is due at
+ * once.  The worker commits after every unit, checks for signals and stop
+ * requests between units, and keeps no state between them.
+ */
+typedef struct JqWorkerTask
+{
+	const char *name;
+	const char *activity;		/* shown in pg_stat_activity */
+	int		   *interval_ms;	/* runs at most once per this interval */
+	int64		(*run_unit) (TimestampTz now, List **ready, MemoryContext cxt,
+							 bool *more);
+} JqWorkerTask;
+
+extern const JqWorkerTask jq_worker_tasks[JQ_NUM_TASKS];
+extern TimestampTz jq_ready_checked_until;
+extern TimestampTz jq_next_lease_expiry(void);
 
 #endif							/* JOBQUEUE_H */

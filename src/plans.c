@@ -370,6 +370,37 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"SELECT j.queue_name FROM jobqueue.jobs j WHERE j.id = ANY ($1)",
 		1, {INT8ARRAYOID}
 	},
+	/*
+	 * JQ_PLAN_NEXT_LEASE_EXPIRY: when the earliest lease runs out, so the
+	 * worker knows when its database is due again (one probe of
+	 * jobs_lease_idx).
+	 */
+	[JQ_PLAN_NEXT_LEASE_EXPIRY] = {
+		"SELECT pg_catalog.min(j.lease_expires_at) FROM jobqueue.jobs j "
+		"WHERE j.status = 'running'",
+		0, {InvalidOid}
+	},
+	/*
+	 * JQ_PLAN_PURGE_DUE: $1 max jobs, $2 now.  One batch of finished jobs
+	 * past their queue's retention, across queues (the worker's purge: one
+	 * transaction for many queues, not one per queue), oldest first within
+	 * each queue: an index probe of jobs_finished_idx per queue.  Returns
+	 * how many jobs of each queue were deleted, for the counters.
+	 */
+	[JQ_PLAN_PURGE_DUE] = {
+		"WITH c AS (SELECT p.id FROM jobqueue.queues q CROSS JOIN LATERAL ("
+		"             SELECT j.id FROM jobqueue.jobs j "
+		"             WHERE j.queue_name = q.queue_name "
+		"               AND j.status IN ('succeeded', 'cancelled') "
+		"               AND j.finished_at < $2 - q.retention "
+		"             ORDER BY j.finished_at LIMIT $1 "
+		"             FOR UPDATE OF j SKIP LOCKED) p "
+		"           LIMIT $1), "
+		"d AS (DELETE FROM jobqueue.jobs j WHERE j.id = ANY (ARRAY(SELECT c.id FROM c)) "
+		"      RETURNING j.queue_name) "
+		"SELECT d.queue_name, pg_catalog.count(*) FROM d GROUP BY d.queue_name",
+		2, {INT4OID, TIMESTAMPTZOID}
+	},
 };
 
 static SPIPlanPtr plans[JQ_NUM_PLANS];

@@ -1,30 +1,45 @@
 /*-------------------------------------------------------------------------
  *
  * shmem.c
- *	  Shared state of the launcher and the per-database workers.
+ *	  Shared state of the launcher and the worker pool.
  *
- * Exists only when jobqueue is in shared_preload_libraries.  It holds one
- * slot per database that the launcher looks after (at most
- * max_worker_processes of them), the launcher's pid and latch, and in each
- * slot the table of queues that committed transactions marked as having new
- * work for that database's worker to announce.
+ * Exists only when jobqueue is in shared_preload_libraries.  It holds
+ *	  - the registry: one entry per database the launcher looks after (at
+ *		most jobqueue.max_databases), with whether it has the extension, when
+ *		it is next due for a visit, what each worker task did there, and the
+ *		DDL hold;
+ *	  - the pool: jobqueue.max_workers slots, each naming the database its
+ *		worker serves, with the table of queues that committed transactions
+ *		marked as having new work for that worker to announce;
+ *	  - the launcher's pid and latch.
  *
- * Locking: one LWLock (tranche "jobqueue") protects all of it.  It is only
- * ever held for a few instructions: no catalog access, no ereport above
- * DEBUG, no I/O and no other lock while holding it.  Setting another
- * process's latch happens after the lock is released, with the latch
- * pointer read under it (a latch lives in the PGPROC array, so a stale
- * pointer wakes at worst a process that does not care).
+ * Locking:
+ *	  jq_shared->lock (LWLock, tranche "jobqueue") protects everything except
+ *	  the marks and an entry's activity flag.  It is only ever held for a few
+ *	  instructions: no catalog access, no ereport above DEBUG, no I/O and no
+ *	  other lock while holding it, except that a pool slot's marks_lock may
+ *	  be taken inside it.
+ *	  JqPoolSlot->marks_lock (one LWLock per slot, same tranche) protects the
+ *	  slot's marks.  The slot's dboid, state, pid and latch are written with
+ *	  both locks held, so either lock is enough to read them: committing
+ *	  backends take only the marks lock of their database's slot, so the
+ *	  cost of a commit does not depend on the number of databases.
+ *	  JqDatabaseEntry->activity is an atomic flag: backends set it, the
+ *	  worker resets it when a pass starts.
+ *	  Latches of other processes are set after releasing the locks, with the
+ *	  pointer read under them (a latch lives in PGPROC, so a stale pointer can
+ *	  only wake a process that ignores it).
  *
  * Who writes what:
- *	  dboid, next_start	the launcher (allocation, start schedule); the DDL
- *						hook may allocate a slot to hold a database
- *	  state, pid, latch	the worker attaching and detaching; the launcher
- *						when it registers a worker or sees it gone
- *	  stop_requested,	the DDL hook and the launcher (stop a worker);
- *	  hold_until		the DDL hook (no new worker while it runs)
- *	  counters, ticks	the worker
- *	  marks				committing backends add, the worker takes
+ *	  entries: the launcher allocates and frees them and sets next_visit
+ *		when it starts a worker; the DDL hook sets extension,
+ *		stop_requested and hold_until (and may allocate an entry); the
+ *		worker sets extension, next_visit, the task statistics and the
+ *		ticks.
+ *	  pool slots: the launcher takes a slot for a database and registers
+ *		its worker; the worker attaches (pid, latch, state) and frees the
+ *		slot in its before_shmem_exit callback; the launcher frees the slot
+ *		of a worker that died before attaching, and sets yield_requested.
  *
  *-------------------------------------------------------------------------
  */
@@ -32,10 +47,8 @@
 
 #include "miscadmin.h"
 #include "storage/ipc.h"
-#include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
-#include "utils/timestamp.h"
 
 #define JQ_SHMEM_NAME "jobqueue"
 
@@ -47,18 +60,70 @@ static shmem_request_hook_type prev_shmem_request_hook = NULL;
 #endif
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
+/* This backend's registry entry, found once and checked at each use */
+static int	my_entry_index = -1;
+
 static Size
-jq_shmem_size(void)
+jq_workers_shmem_size(void)
 {
-	return add_size(offsetof(JqShared, slots),
-					mul_size(max_worker_processes, sizeof(JqWorkerSlot)));
+	Size		size = MAXALIGN(sizeof(JqShared));
+
+	size = add_size(size, MAXALIGN(mul_size(jq_max_databases,
+											sizeof(JqDatabaseEntry))));
+	size = add_size(size, mul_size(jq_max_workers, sizeof(JqPoolSlot)));
+	return size;
 }
 
-static void
-jq_shmem_request_space(void)
+/*
+ * Ask for the shared memory and the locks (the main lock and one per pool
+ * slot).  In the shmem_request_hook (PostgreSQL 15+), else from _PG_init.
+ */
+void
+jq_workers_shmem_request(void)
 {
-	RequestAddinShmemSpace(jq_shmem_size());
-	RequestNamedLWLockTranche(JQ_SHMEM_NAME, 1);
+	RequestAddinShmemSpace(jq_workers_shmem_size());
+	RequestNamedLWLockTranche(JQ_SHMEM_NAME, 1 + jq_max_workers);
+}
+
+/*
+ * Create or attach to the shared state.  Runs in the postmaster at start-up
+ * and after a crash (then everything starts empty), and in each backend
+ * under EXEC_BACKEND.  The caller holds AddinShmemInitLock.
+ */
+void
+jq_workers_shmem_startup(void)
+{
+	bool		found;
+	char	   *base;
+
+	base = ShmemInitStruct(JQ_SHMEM_NAME, jq_workers_shmem_size(), &found);
+	jq_shared = (JqShared *) base;
+	if (!found)
+	{
+		LWLockPadded *locks = GetNamedLWLockTranche(JQ_SHMEM_NAME);
+		int			i;
+
+		/* shared memory is at the same address in every process */
+		memset(base, 0, jq_workers_shmem_size());
+		jq_shared->entries = (JqDatabaseEntry *) (base + MAXALIGN(sizeof(JqShared)));
+		jq_shared->workers = (JqPoolSlot *)
+			((char *) jq_shared->entries +
+			 MAXALIGN(mul_size(jq_max_databases, sizeof(JqDatabaseEntry))));
+		jq_shared->lock = &locks[0].lock;
+		jq_shared->nentries = jq_max_databases;
+		jq_shared->nworkers = jq_max_workers;
+		jq_shared->rescan_requested = true;
+		for (i = 0; i < jq_max_databases; i++)
+		{
+			jq_shared->entries[i].worker = -1;
+			pg_atomic_init_u32(&jq_shared->entries[i].activity, 0);
+		}
+		for (i = 0; i < jq_max_workers; i++)
+		{
+			jq_shared->workers[i].marks_lock = &locks[1 + i].lock;
+			jq_shared->workers[i].entry = -1;
+		}
+	}
 }
 
 #if PG_VERSION_NUM >= 150000
@@ -67,36 +132,22 @@ jq_shmem_request(void)
 {
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
-	jq_shmem_request_space();
+	jq_workers_shmem_request();
 }
 #endif
 
-/*
- * Create or attach to the shared state.  Runs in the postmaster at start-up
- * and after a crash (then everything is reset), and in each backend under
- * EXEC_BACKEND.
- */
 static void
 jq_shmem_startup(void)
 {
-	bool		found;
-
 	if (prev_shmem_startup_hook)
 		prev_shmem_startup_hook();
-
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	jq_shared = ShmemInitStruct(JQ_SHMEM_NAME, jq_shmem_size(), &found);
-	if (!found)
-	{
-		memset(jq_shared, 0, jq_shmem_size());
-		jq_shared->lock = &(GetNamedLWLockTranche(JQ_SHMEM_NAME))->lock;
-		jq_shared->nslots = max_worker_processes;
-	}
+	jq_workers_shmem_startup();
 	LWLockRelease(AddinShmemInitLock);
 }
 
 /*
- * Ask for the shared memory and the lock.  Called from _PG_init while
+ * Install the shared memory hooks.  Called from _PG_init while
  * shared_preload_libraries is being processed, never later.
  */
 void
@@ -106,125 +157,205 @@ jq_shmem_init(void)
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = jq_shmem_request;
 #else
-	jq_shmem_request_space();
+	jq_workers_shmem_request();
 #endif
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = jq_shmem_startup;
 }
 
 /*
- * The slot of database dboid, or NULL.  The caller holds the lock (shared
- * is enough).
+ * The registry entry of database dboid, or NULL.  The caller holds the
+ * lock (shared is enough).
  */
-JqWorkerSlot *
-jq_slot_find(Oid dboid)
+JqDatabaseEntry *
+jq_entry_find(Oid dboid)
 {
 	int			i;
 
 	Assert(jq_shared != NULL);
-	for (i = 0; i < jq_shared->nslots; i++)
+	for (i = 0; i < jq_shared->nentries; i++)
 	{
-		if (jq_shared->slots[i].dboid == dboid)
-			return &jq_shared->slots[i];
+		if (jq_shared->entries[i].dboid == dboid)
+			return &jq_shared->entries[i];
 	}
 	return NULL;
 }
 
 /*
- * The slot of database dboid, allocated (and reset) if there is none yet;
- * NULL when every slot is taken.  The caller holds the lock exclusively.
+ * The registry entry of database dboid, allocated (extension unknown, due
+ * now) if there is none yet; NULL when the registry is full.  The caller
+ * holds the lock exclusively.
  */
-JqWorkerSlot *
-jq_slot_get(Oid dboid)
+JqDatabaseEntry *
+jq_entry_get(Oid dboid)
 {
-	JqWorkerSlot *slot = jq_slot_find(dboid);
+	JqDatabaseEntry *entry = jq_entry_find(dboid);
 	int			i;
 
-	if (slot != NULL)
-		return slot;
-	for (i = 0; i < jq_shared->nslots; i++)
+	if (entry != NULL)
+		return entry;
+	for (i = 0; i < jq_shared->nentries; i++)
 	{
-		slot = &jq_shared->slots[i];
-		if (slot->dboid == InvalidOid)
+		entry = &jq_shared->entries[i];
+		if (entry->dboid == InvalidOid)
 		{
-			memset(slot, 0, sizeof(JqWorkerSlot));
-			slot->dboid = dboid;
-			slot->state = JQ_WORKER_NONE;
-			return slot;
+			/* the atomic stays initialized; only reset it */
+			memset(&entry->tasks, 0, sizeof(entry->tasks));
+			entry->dboid = dboid;
+			entry->extension = JQ_EXT_UNKNOWN;
+			entry->worker = -1;
+			entry->next_visit = 0;
+			entry->hold_until = 0;
+			entry->stop_requested = false;
+			entry->unserved = false;
+			entry->started_at = 0;
+			entry->last_tick = 0;
+			pg_atomic_write_u32(&entry->activity, 0);
+			return entry;
 		}
 	}
+	jq_shared->registry_full = true;
 	return NULL;
 }
 
 /*
- * Is a worker attached to dboid and past its start-up checks?  Committing
- * backends use this to choose between a mark in shared memory and NOTIFY.
+ * The entry of the current database, or NULL.  Found once under the lock,
+ * then read without it: an entry only changes database when it is freed
+ * and reused, which the dboid check below notices.
+ */
+JqDatabaseEntry *
+jq_my_entry(void)
+{
+	JqDatabaseEntry *entry;
+
+	if (jq_shared == NULL || !OidIsValid(MyDatabaseId))
+		return NULL;
+	if (my_entry_index >= 0 &&
+		jq_shared->entries[my_entry_index].dboid == MyDatabaseId)
+		return &jq_shared->entries[my_entry_index];
+
+	LWLockAcquire(jq_shared->lock, LW_SHARED);
+	entry = jq_entry_find(MyDatabaseId);
+	my_entry_index = entry != NULL ? (int) (entry - jq_shared->entries) : -1;
+	LWLockRelease(jq_shared->lock);
+	return entry;
+}
+
+/*
+ * The pool slot serving database dboid through entry, with its marks lock
+ * held, or NULL (nothing held).
+ */
+static JqPoolSlot *
+jq_lock_serving_slot(JqDatabaseEntry *entry, Oid dboid)
+{
+	int			w = entry->worker;
+	JqPoolSlot *slot;
+
+	if (w < 0 || w >= jq_shared->nworkers)
+		return NULL;
+	slot = &jq_shared->workers[w];
+	LWLockAcquire(slot->marks_lock, LW_EXCLUSIVE);
+	if (slot->dboid == dboid && slot->state == JQ_WORKER_RUNNING &&
+		slot->pid != 0)
+		return slot;
+	LWLockRelease(slot->marks_lock);
+	return NULL;
+}
+
+/*
+ * Is a worker serving the current database now, past its start-up checks?
+ * Backends use this to choose between a mark in shared memory and NOTIFY.
  */
 bool
 jq_worker_running(Oid dboid)
 {
-	JqWorkerSlot *slot;
-	bool		running = false;
+	JqDatabaseEntry *entry;
+	JqPoolSlot *slot;
 
-	if (jq_shared == NULL)
+	Assert(dboid == MyDatabaseId);
+	entry = jq_my_entry();
+	if (entry == NULL)
 		return false;
-	LWLockAcquire(jq_shared->lock, LW_SHARED);
-	slot = jq_slot_find(dboid);
-	if (slot != NULL && slot->state == JQ_WORKER_RUNNING && slot->pid != 0)
-		running = true;
-	LWLockRelease(jq_shared->lock);
-	return running;
+	slot = jq_lock_serving_slot(entry, dboid);
+	if (slot == NULL)
+		return false;
+	LWLockRelease(slot->marks_lock);
+	return true;
 }
 
 /*
- * Mark the nnames queues in names as having new work in database dboid
- * and wake its worker.  Called at commit: must not raise an error (and does
- * not allocate).  When the table of marks is full the slot remembers an overflow
- * and the worker announces every queue.  With no slot (the database lost
- * its worker since the enqueue) the marks are dropped: the notification is
- * only a hint, and a worker that starts later announces what became ready.
+ * Note that this backend changed jobs in the current database (a claim
+ * leased some, an enqueue added some): the database is then due for a pass
+ * within jobqueue.reap_interval.  One atomic write; never fails.
+ */
+void
+jq_note_activity(void)
+{
+	JqDatabaseEntry *entry = jq_my_entry();
+
+	if (entry == NULL || pg_atomic_read_u32(&entry->activity) != 0)
+		return;
+	pg_atomic_write_u32(&entry->activity, 1);
+	/* no worker here now: the launcher decides when one comes */
+	if (entry->worker < 0)
+	{
+		Latch	   *latch = jq_shared->launcher_latch;
+
+		if (latch != NULL)
+			SetLatch(latch);
+	}
+}
+
+/*
+ * Mark the nnames queues in names as having new work in the current
+ * database and wake its worker.  Called at commit: must not raise an error
+ * (and does not allocate).  When the table of marks is full the slot
+ * remembers an overflow and the worker announces every queue.  When no
+ * worker serves the database any more the marks are dropped: the
+ * notification is only a hint, and the next worker announces what became
+ * ready.
  */
 void
 jq_mark_queues(Oid dboid, const char *const *names, int nnames)
 {
-	JqWorkerSlot *slot;
-	Latch	   *latch = NULL;
+	JqDatabaseEntry *entry;
+	JqPoolSlot *slot;
+	Latch	   *latch;
 	int			n;
 
 	if (jq_shared == NULL || nnames == 0)
 		return;
+	entry = jq_my_entry();
+	if (entry == NULL)
+		return;
+	slot = jq_lock_serving_slot(entry, dboid);
+	if (slot == NULL)
+		return;
 
-	LWLockAcquire(jq_shared->lock, LW_EXCLUSIVE);
-	slot = jq_slot_find(dboid);
-	if (slot != NULL)
+	for (n = 0; n < nnames && !slot->marks_overflow; n++)
 	{
-		for (n = 0; n < nnames; n++)
-		{
-			const char *name = names[n];
-			bool		found = false;
-			int			i;
+		const char *name = names[n];
+		bool		found = false;
+		int			i;
 
-			if (slot->marks_overflow)
-				break;
-			for (i = 0; i < slot->nmarks; i++)
+		for (i = 0; i < slot->nmarks; i++)
+		{
+			if (strcmp(slot->marks[i], name) == 0)
 			{
-				if (strcmp(slot->marks[i], name) == 0)
-				{
-					found = true;
-					break;
-				}
+				found = true;
+				break;
 			}
-			if (found)
-				continue;
-			if (slot->nmarks >= JQ_MAX_MARKS)
-				slot->marks_overflow = true;
-			else
-				strlcpy(slot->marks[slot->nmarks++], name,
-						JQ_QUEUE_NAME_MAXLEN + 1);
 		}
-		latch = slot->latch;
+		if (found)
+			continue;
+		if (slot->nmarks >= JQ_MAX_MARKS)
+			slot->marks_overflow = true;
+		else
+			strlcpy(slot->marks[slot->nmarks++], name,
+					JQ_QUEUE_NAME_MAXLEN + 1);
 	}
-	LWLockRelease(jq_shared->lock);
+	latch = slot->latch;
+	LWLockRelease(slot->marks_lock);
 
 	if (latch != NULL)
 		SetLatch(latch);

@@ -13,9 +13,11 @@
  * so no worker is started for it; otherwise the worker comes back at once).
  * This is the approach of the TimescaleDB loader, made lighter.
  *
- * The hook also wakes the launcher when CREATE EXTENSION jobqueue commits,
- * so a new installation gets its worker at once instead of within
- * jobqueue.launcher_interval.
+ * The hook also keeps the launcher's registry current: when CREATE
+ * EXTENSION jobqueue commits, the database is marked as having the
+ * extension and served at once; when DROP EXTENSION jobqueue commits, it is
+ * never visited again; when CREATE DATABASE commits, the launcher looks at
+ * the new database (a copy of a template may have the extension).
  *
  * Installed only when the library is preloaded (there are no workers
  * otherwise).
@@ -40,24 +42,36 @@
 
 /* How long a worker is held off a database if the hold is never released */
 #define JQ_HOLD_MS				60000
-/* How long the hook waits for the worker to exit */
+/* How long the hook waits for the worker to leave */
 #define JQ_STOP_WAIT_MS			5000
+/* After this long, a worker still in the database gets SIGTERM */
+#define JQ_STOP_SIGTERM_MS		500
 
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
 /* Databases this transaction holds; released at its end (TopMemoryContext) */
 static List *held_databases = NIL;
-static bool wake_launcher_at_commit = false;
+/* What this transaction did to the extension in its database */
+static enum
+{
+	JQ_EXT_DDL_NONE,
+	JQ_EXT_DDL_CREATED,
+	JQ_EXT_DDL_DROPPED
+}			extension_ddl = JQ_EXT_DDL_NONE;
+static bool database_created = false;
 static bool callback_registered = false;
 
 /*
- * Release the holds at the end of the transaction, whatever its outcome,
- * and let the launcher look again.
+ * At the end of the transaction, whatever its outcome: release the holds.
+ * At commit: record in the registry that this database has (or no longer
+ * has) the extension, so the launcher serves it at once (or never visits
+ * it again), and have the launcher look for a database just created.
  */
 static void
 jq_utility_xact_callback(XactEvent event, void *arg)
 {
 	bool		wake = false;
+	bool		rescan = false;
 
 	switch (event)
 	{
@@ -76,35 +90,47 @@ jq_utility_xact_callback(XactEvent event, void *arg)
 		LWLockAcquire(jq_shared->lock, LW_EXCLUSIVE);
 		foreach(lc, held_databases)
 		{
-			JqWorkerSlot *slot = jq_slot_find(lfirst_oid(lc));
+			JqDatabaseEntry *entry = jq_entry_find(lfirst_oid(lc));
 
-			if (slot != NULL)
+			if (entry != NULL)
 			{
-				slot->hold_until = 0;
-				slot->stop_requested = false;
+				entry->hold_until = 0;
+				entry->stop_requested = false;
 			}
 		}
 		LWLockRelease(jq_shared->lock);
 		list_free(held_databases);
 		held_databases = NIL;
-		wake = true;
+		wake = rescan = true;
 	}
 
-	if (wake_launcher_at_commit && event == XACT_EVENT_COMMIT)
+	if (event == XACT_EVENT_COMMIT && extension_ddl != JQ_EXT_DDL_NONE)
 	{
-		JqWorkerSlot *slot;
+		JqDatabaseEntry *entry;
 
 		LWLockAcquire(jq_shared->lock, LW_EXCLUSIVE);
-		slot = jq_slot_find(MyDatabaseId);
-		if (slot != NULL && slot->pid == 0)
-			slot->next_start = 0;
+		/* a database the launcher has not entered yet gets an entry now */
+		entry = jq_entry_get(MyDatabaseId);
+		if (entry != NULL)
+		{
+			if (extension_ddl == JQ_EXT_DDL_CREATED)
+			{
+				entry->extension = JQ_EXT_PRESENT;
+				entry->next_visit = 0;
+			}
+			else
+				entry->extension = JQ_EXT_ABSENT;
+		}
 		LWLockRelease(jq_shared->lock);
 		wake = true;
 	}
-	wake_launcher_at_commit = false;
+	if (event == XACT_EVENT_COMMIT && database_created)
+		wake = rescan = true;
+	extension_ddl = JQ_EXT_DDL_NONE;
+	database_created = false;
 
 	if (wake)
-		jq_launcher_wake(true);
+		jq_launcher_wake(rescan);
 }
 
 static void
@@ -118,18 +144,33 @@ jq_utility_register_callback(void)
 }
 
 /*
- * Ask the worker of database dbname (if it has one) to exit, keep the
- * launcher from starting another until this transaction ends, and wait a
- * little for the worker to go.
+ * The pid of the worker connected to the database of entry (one that is
+ * only starting leaves by itself, seeing stop_requested), or 0.  The caller
+ * holds the lock.
+ */
+static pid_t
+jq_entry_worker_pid(JqDatabaseEntry *entry)
+{
+	if (entry == NULL || entry->worker < 0)
+		return 0;
+	return jq_shared->workers[entry->worker].pid;
+}
+
+/*
+ * Ask the worker in database dbname (if there is one) to leave, keep the
+ * launcher from sending another until this transaction ends, and wait for
+ * the worker to go: DROP DATABASE and the like fail while any session is
+ * connected.
  */
 static void
 jq_hold_database(const char *dbname)
 {
 	Oid			dboid = get_database_oid(dbname, true);
-	JqWorkerSlot *slot;
+	JqDatabaseEntry *entry;
 	Latch	   *latch = NULL;
 	bool		held = false;
 	int			waited = 0;
+	bool		signalled = false;
 	MemoryContext oldcontext;
 
 	if (!OidIsValid(dboid))
@@ -150,13 +191,14 @@ jq_hold_database(const char *dbname)
 
 	LWLockAcquire(jq_shared->lock, LW_EXCLUSIVE);
 	/* also without a worker now: one might be starting */
-	slot = jq_slot_get(dboid);
-	if (slot != NULL)
+	entry = jq_entry_get(dboid);
+	if (entry != NULL)
 	{
-		slot->hold_until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-													   JQ_HOLD_MS);
-		slot->stop_requested = true;
-		latch = slot->latch;
+		entry->hold_until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+														JQ_HOLD_MS);
+		entry->stop_requested = true;
+		if (entry->worker >= 0)
+			latch = jq_shared->workers[entry->worker].latch;
 		held = true;
 	}
 	LWLockRelease(jq_shared->lock);
@@ -173,30 +215,30 @@ jq_hold_database(const char *dbname)
 
 	/*
 	 * Wait for it to go.  A worker between two units of work leaves at once;
-	 * one stuck in a lock wait (say behind a long DROP EXTENSION) does not
-	 * look at its latch, so after half the wait it gets SIGTERM.  The
-	 * command itself then waits 5 s more for any session to leave.
+	 * one in the middle of a long batch gets SIGTERM after a moment (its
+	 * transaction rolls back; the work is done again later).
 	 */
 	while (waited < JQ_STOP_WAIT_MS)
 	{
-		pid_t		pid = 0;
+		pid_t		pid;
 
 		LWLockAcquire(jq_shared->lock, LW_SHARED);
-		slot = jq_slot_find(dboid);
-		if (slot != NULL)
-			pid = slot->pid;
+		pid = jq_entry_worker_pid(jq_entry_find(dboid));
 		LWLockRelease(jq_shared->lock);
 		if (pid == 0)
 			break;
-		if (waited == JQ_STOP_WAIT_MS / 2)
+		if (waited >= JQ_STOP_SIGTERM_MS && !signalled)
+		{
 			(void) kill(pid, SIGTERM);
+			signalled = true;
+		}
 
 		(void) WaitLatch(MyLatch,
 						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 10, PG_WAIT_EXTENSION);
+						 5, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
-		waited += 10;
+		waited += 5;
 	}
 }
 
@@ -256,13 +298,32 @@ jq_process_utility(PlannedStmt *pstmt, const char *queryString,
 			break;
 		case T_CreatedbStmt:
 			dbname = jq_createdb_template((CreatedbStmt *) parsetree);
+			jq_utility_register_callback();
+			database_created = true;
 			break;
 		case T_CreateExtensionStmt:
 			if (strcmp(((CreateExtensionStmt *) parsetree)->extname,
 					   "jobqueue") == 0)
 			{
 				jq_utility_register_callback();
-				wake_launcher_at_commit = true;
+				extension_ddl = JQ_EXT_DDL_CREATED;
+			}
+			break;
+		case T_DropStmt:
+			{
+				DropStmt   *drop = (DropStmt *) parsetree;
+				ListCell   *lc;
+
+				if (drop->removeType != OBJECT_EXTENSION)
+					break;
+				foreach(lc, drop->objects)
+				{
+					if (strcmp(strVal(lfirst(lc)), "jobqueue") == 0)
+					{
+						jq_utility_register_callback();
+						extension_ddl = JQ_EXT_DDL_DROPPED;
+					}
+				}
 			}
 			break;
 		default:

@@ -127,6 +127,8 @@ jq_wakeup_queue(const char *queue_name)
 	ListCell   *lc;
 	MemoryContext oldcontext;
 
+	/* the database is due for a pass of its worker soon */
+	jq_note_activity();
 	if (!jq_worker_running(MyDatabaseId))
 	{
 		Async_Notify(JQ_NOTIFY_CHANNEL, queue_name);

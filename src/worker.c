@@ -1,30 +1,27 @@
 /*-------------------------------------------------------------------------
  *
  * worker.c
- *	  The per-database background worker, its GUCs and jq_worker_status().
+ *	  A jobqueue worker: serves one database for the launcher's pool; its
+ *	  GUCs, jq_worker_status() and jq_worker_tasks().
  *
- * The launcher starts one worker per database (see launcher.c).  The worker
- * attaches to its database's slot in shared memory, connects, checks that
- * the extension is installed (exits quietly, telling the launcher, if it is
- * not), and then loops:
+ * The launcher (launcher.c) starts a worker for a database that is due,
+ * in a free slot of the pool.  The worker attaches to its slot, connects,
+ * pins its settings, checks that the extension is installed (leaves,
+ * recording that it is not, otherwise), and then loops:
  *
  *	- when woken by a committing producer: one short transaction sends a
  *	  NOTIFY for every queue marked in its slot (see wakeup.c);
- *	- every jobqueue.reap_interval (a "tick"):
- *		reap expired leases with jq_reap_batch(), jobqueue.reap_batch jobs
- *		per transaction, until a batch comes back short;
- *		announce queues whose delayed or backed-off jobs became ready since
- *		the last tick (and those reaping made ready at once);
- *		purge finished jobs past their queue's retention with
- *		jq_purge_batch(), jobqueue.purge_batch jobs per transaction.
+ *	- when due, a pass: each task of worker_tasks.c whose interval has
+ *	  passed runs unit by unit, one short transaction per unit;
+ *	- after a pass, if the launcher asked it to yield (another database
+ *	  waits for a slot), it leaves, setting when its database is due again.
  *
- * Every unit of work is its own transaction; nothing (no transaction, no
- * snapshot) is held between them, so the worker never holds back vacuum.
- * Each transaction first takes a share lock on the extension object, the
- * lock DROP EXTENSION takes exclusively: a drop waits for the current batch,
- * and the next batch sees the extension gone and the worker exits quietly.
- * An error in a tick is logged, recorded in the slot, and the work is
- * retried at the next tick.
+ * Nothing (no transaction, no snapshot) is held between units, so the
+ * worker never holds back vacuum.  Each unit first takes a share lock on
+ * the extension object and its tables without waiting (see jq_work_begin):
+ * a user's DDL never waits for the worker, nor fails because of it.  An
+ * error in a task is logged, recorded against the task, and the task is
+ * retried with a backoff that doubles up to a minute.
  *
  * Commits are asynchronous (synchronous_commit = off in this process): a
  * reap or purge lost in a crash is simply done again, and a notification is
@@ -41,6 +38,7 @@
 #include "commands/async.h"
 #include "commands/dbcommands.h"
 #include "commands/extension.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
@@ -59,20 +57,39 @@
 #include "utils/varlena.h"
 
 PG_FUNCTION_INFO_V1(jq_worker_status);
+PG_FUNCTION_INFO_V1(jq_worker_tasks_status);
 
 /* GUCs */
 bool		jq_worker_enabled = true;
 char	   *jq_worker_databases = NULL;
 int			jq_launcher_interval = 10000;	/* ms */
 int			jq_reap_interval = 1000;	/* ms */
+int			jq_purge_interval = 10000;	/* ms */
+int			jq_idle_visit_interval = 60000; /* ms */
 int			jq_reap_batch_size = 1000;
 int			jq_purge_batch_size = 10000;
+int			jq_max_workers = 2;
+int			jq_max_databases = 512;
+
+/* Longest delay of a task that keeps failing, in ms */
+#define JQ_TASK_MAX_BACKOFF 60000
 
 /* State of the running worker process */
+static int	worker_index = -1;	/* our pool slot */
 static Oid	worker_dboid = InvalidOid;
-static JqWorkerSlot *worker_slot = NULL;
-static MemoryContext tick_cxt = NULL;
-static TimestampTz ready_checked_until = 0;
+static JqPoolSlot *worker_slot = NULL;
+static JqDatabaseEntry *worker_entry = NULL;
+static MemoryContext pass_cxt = NULL;
+/*
+ * When each task last started, and the end of its backoff after failures
+ * (worker-local).  A task is due at the later of its start plus its
+ * interval, read afresh so that a reload takes effect at once, and the end
+ * of its backoff.
+ */
+static TimestampTz task_started[JQ_NUM_TASKS];
+static TimestampTz task_retry_at[JQ_NUM_TASKS];
+/* set once the worker knows when its database is due again */
+static TimestampTz leave_next_visit = 0;
 
 static bool
 jq_check_databases(char **newval, void **extra, GucSource source)
@@ -122,11 +139,32 @@ jq_worker_guc_init(void)
 							PGC_SIGHUP, GUC_UNIT_MS,
 							NULL, NULL, NULL);
 
+	/*
+	 * The floor keeps a misconfigured interval from turning a worker into a
+	 * busy loop: a pass costs about a millisecond of CPU on an idle database.
+	 */
 	DefineCustomIntVariable("jobqueue.reap_interval",
-							"Time between two passes of a jobqueue worker over its database.",
-							"Each pass reaps expired leases, announces jobs that became ready and purges old jobs.",
+							"Time between two passes of a jobqueue worker over a busy database.",
+							"Each pass reaps expired leases and announces jobs that became ready.",
 							&jq_reap_interval,
-							1000, 10, INT_MAX / 2,
+							1000, 100, INT_MAX / 2,
+							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("jobqueue.purge_interval",
+							"Time between two purges of finished jobs by a jobqueue worker.",
+							NULL,
+							&jq_purge_interval,
+							10000, 100, INT_MAX / 2,
+							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("jobqueue.idle_visit_interval",
+							"Longest time between two visits of a jobqueue worker to a database.",
+							"A database where no job changed and no lease expires is visited this often; "
+							"one with activity within jobqueue.reap_interval.",
+							&jq_idle_visit_interval,
+							60000, 100, INT_MAX / 2,
 							PGC_SIGHUP, GUC_UNIT_MS,
 							NULL, NULL, NULL);
 
@@ -144,6 +182,27 @@ jq_worker_guc_init(void)
 							&jq_purge_batch_size,
 							10000, 1, 1000000,
 							PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
+
+	/* sizes of shared memory: only while preloading, see counters.c */
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+
+	DefineCustomIntVariable("jobqueue.max_workers",
+							"Number of jobqueue workers that serve the databases at once.",
+							"Each takes one of max_worker_processes while it runs; "
+							"the launcher takes one more.",
+							&jq_max_workers,
+							2, 1, 64,
+							PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("jobqueue.max_databases",
+							"Number of databases the jobqueue launcher can look after.",
+							"Databases beyond it are not served, with a warning naming them.",
+							&jq_max_databases,
+							512, 1, 100000,
+							PGC_POSTMASTER, 0,
 							NULL, NULL, NULL);
 }
 
@@ -241,24 +300,42 @@ jq_worker_pin_settings(void)
 }
 
 /*
- * Record state in our slot and exit.  proc_exit runs jq_worker_detach.
+ * When the database is due again, as the worker leaves it: soon when jobs
+ * changed since the pass began or a lease expires soon, else at the
+ * earliest lease expiry, at most jobqueue.idle_visit_interval from now.
+ */
+static TimestampTz
+jq_worker_next_visit(TimestampTz now)
+{
+	TimestampTz soon = TimestampTzPlusMilliseconds(now, jq_reap_interval);
+	TimestampTz next = TimestampTzPlusMilliseconds(now, jq_idle_visit_interval);
+	TimestampTz lease = jq_next_lease_expiry();
+
+	if (pg_atomic_read_u32(&worker_entry->activity) != 0)
+		return soon;
+	if (lease != 0 && lease < next)
+		next = Max(lease, soon);
+	return next;
+}
+
+/*
+ * Leave the pool slot and exit.  extension says what the worker learned
+ * about its database.  proc_exit runs jq_worker_detach.
  */
 static void
-jq_worker_exit(JqWorkerState state)
+jq_worker_leave(JqExtensionState extension, TimestampTz next_visit)
 {
 	LWLockAcquire(jq_shared->lock, LW_EXCLUSIVE);
-	worker_slot->state = state;
-	if (state == JQ_WORKER_NO_EXTENSION)
-		worker_slot->next_start = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-															  jq_launcher_interval);
+	worker_entry->extension = extension;
 	LWLockRelease(jq_shared->lock);
+	leave_next_visit = next_visit;
 	proc_exit(0);
 }
 
 /*
- * before_shmem_exit callback: leave the slot.  A worker that did not say
- * why it leaves (an error, pg_terminate_backend) is restarted by the
- * launcher after a short delay.
+ * before_shmem_exit callback: free the pool slot and tell the launcher.  A
+ * worker that did not say when its database is due again (an error,
+ * pg_terminate_backend) has it visited again after a short delay.
  */
 static void
 jq_worker_detach(int code, Datum arg)
@@ -266,52 +343,59 @@ jq_worker_detach(int code, Datum arg)
 	if (worker_slot == NULL)
 		return;
 	LWLockAcquire(jq_shared->lock, LW_EXCLUSIVE);
-	if (worker_slot->pid == MyProcPid && worker_slot->dboid == worker_dboid)
+	if (worker_slot->pid == MyProcPid)
 	{
-		worker_slot->pid = 0;
-		worker_slot->latch = NULL;
-		if (worker_slot->state == JQ_WORKER_STARTING ||
-			worker_slot->state == JQ_WORKER_RUNNING)
+		if (worker_entry->dboid == worker_dboid &&
+			worker_entry->worker == worker_index)
 		{
-			worker_slot->state = JQ_WORKER_EXITED;
-			worker_slot->next_start =
+			worker_entry->worker = -1;
+			worker_entry->next_visit = leave_next_visit != 0 ? leave_next_visit :
 				TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 											JQ_WORKER_RESTART_DELAY);
 		}
+		LWLockAcquire(worker_slot->marks_lock, LW_EXCLUSIVE);
+		worker_slot->pid = 0;
+		worker_slot->latch = NULL;
+		worker_slot->entry = -1;
+		worker_slot->dboid = InvalidOid;
+		worker_slot->state = JQ_WORKER_NONE;
+		worker_slot->yield_requested = false;
+		LWLockRelease(worker_slot->marks_lock);
 	}
 	LWLockRelease(jq_shared->lock);
 	jq_launcher_wake(false);
 }
 
 /*
- * Take our database's slot.  Returns false when this worker is not wanted:
- * no slot (the launcher gave the database up), another worker is attached,
- * or DDL on the database asked workers to stay away.
+ * Take pool slot w, which the launcher prepared for database dboid.
+ * Returns false when this worker is not wanted any more: the slot went to
+ * another database (a late start after a launcher restart), or DDL on the
+ * database asked workers to stay away.
  */
 static bool
-jq_worker_attach(Oid dboid)
+jq_worker_attach(int w, Oid dboid)
 {
-	JqWorkerSlot *slot;
+	JqPoolSlot *slot = &jq_shared->workers[w];
 	bool		ok = false;
 
 	LWLockAcquire(jq_shared->lock, LW_EXCLUSIVE);
-	slot = jq_slot_find(dboid);
-	if (slot != NULL && slot->pid == 0)
+	if (slot->dboid == dboid && slot->pid == 0 &&
+		slot->state == JQ_WORKER_STARTING && slot->entry >= 0)
 	{
-		if (slot->stop_requested ||
-			slot->hold_until > GetCurrentTimestamp())
+		JqDatabaseEntry *entry = &jq_shared->entries[slot->entry];
+
+		if (entry->dboid == dboid && !entry->stop_requested &&
+			entry->hold_until <= GetCurrentTimestamp())
 		{
-			if (slot->state == JQ_WORKER_STARTING)
-				slot->state = JQ_WORKER_STOPPED;
-		}
-		else
-		{
+			LWLockAcquire(slot->marks_lock, LW_EXCLUSIVE);
 			slot->pid = MyProcPid;
 			slot->latch = MyLatch;
-			slot->state = JQ_WORKER_STARTING;
 			slot->started_at = GetCurrentTimestamp();
-			slot->reaped = slot->purged = slot->notified = 0;
+			LWLockRelease(slot->marks_lock);
+			entry->started_at = slot->started_at;
 			worker_slot = slot;
+			worker_entry = entry;
+			worker_index = w;
 			ok = true;
 		}
 	}
@@ -319,31 +403,23 @@ jq_worker_attach(Oid dboid)
 	return ok;
 }
 
-/* Must the worker exit now (stop requested, or turned off)? */
-static bool
-jq_worker_should_stop(void)
-{
-	bool		stop;
-
-	if (!jq_worker_enabled)
-		return true;
-	LWLockAcquire(jq_shared->lock, LW_SHARED);
-	stop = worker_slot->stop_requested;
-	LWLockRelease(jq_shared->lock);
-	return stop;
-}
-
+/* Must the worker leave now (DDL asked, or the workers are turned off)? */
 static void
 jq_worker_check_stop(void)
 {
+	bool		stop;
+
 	CHECK_FOR_INTERRUPTS();
 	if (ConfigReloadPending)
 	{
 		ConfigReloadPending = false;
 		ProcessConfigFile(PGC_SIGHUP);
 	}
-	if (jq_worker_should_stop())
-		jq_worker_exit(JQ_WORKER_STOPPED);
+	LWLockAcquire(jq_shared->lock, LW_SHARED);
+	stop = worker_entry->stop_requested;
+	LWLockRelease(jq_shared->lock);
+	if (stop || !jq_worker_enabled)
+		jq_worker_leave(JQ_EXT_PRESENT, GetCurrentTimestamp());
 }
 
 /*
@@ -368,8 +444,8 @@ jq_try_lock_relation(Oid nspoid, const char *relname, LOCKMODE lockmode)
  * for: DDL (TRUNCATE, DROP EXTENSION, ALTER TABLE) must never fail because
  * the worker queued behind it and then held it up.  When a lock is not free
  * at once, the unit ends at once and returns false; the caller skips the
- * rest of the turn and tries again at the next one.  Without the extension,
- * the worker exits.
+ * rest of the pass and tries again at the next one.  Without the
+ * extension, the worker leaves.
  */
 static bool
 jq_work_begin(const char *activity)
@@ -382,21 +458,16 @@ jq_work_begin(const char *activity)
 	pgstat_report_activity(STATE_RUNNING, activity);
 
 	extoid = get_extension_oid("jobqueue", true);
-	if (!OidIsValid(extoid))
-	{
-		CommitTransactionCommand();
-		pgstat_report_activity(STATE_IDLE, NULL);
-		jq_worker_exit(JQ_WORKER_NO_EXTENSION);
-	}
-	if (!ConditionalLockDatabaseObject(ExtensionRelationId, extoid, 0,
+	if (OidIsValid(extoid) &&
+		!ConditionalLockDatabaseObject(ExtensionRelationId, extoid, 0,
 									   AccessShareLock))
 		goto busy;
 	/* a DROP EXTENSION may have committed before we got the lock */
-	if (get_extension_oid("jobqueue", true) != extoid)
+	if (!OidIsValid(extoid) || get_extension_oid("jobqueue", true) != extoid)
 	{
 		CommitTransactionCommand();
 		pgstat_report_activity(STATE_IDLE, NULL);
-		jq_worker_exit(JQ_WORKER_NO_EXTENSION);
+		jq_worker_leave(JQ_EXT_ABSENT, 0);
 	}
 	nspoid = get_namespace_oid("jobqueue", true);
 	if (OidIsValid(nspoid) &&
@@ -412,7 +483,7 @@ busy:
 	CommitTransactionCommand();
 	pgstat_report_activity(STATE_IDLE, NULL);
 	ereport(DEBUG1,
-			(errmsg_internal("jobqueue worker: tables locked, turn skipped")));
+			(errmsg_internal("jobqueue worker: tables locked, pass skipped")));
 	return false;
 }
 
@@ -426,183 +497,70 @@ jq_work_end(void)
 	pgstat_report_activity(STATE_IDLE, NULL);
 }
 
-/* Add name to list (of C strings in tick_cxt) unless it is there. */
-static List *
-jq_add_name(List *list, const char *name)
-{
-	ListCell   *lc;
-	MemoryContext oldcontext;
-
-	foreach(lc, list)
-	{
-		if (strcmp((char *) lfirst(lc), name) == 0)
-			return list;
-	}
-	oldcontext = MemoryContextSwitchTo(tick_cxt);
-	list = lappend(list, pstrdup(name));
-	MemoryContextSwitchTo(oldcontext);
-	return list;
-}
-
-/* One transaction that sends a NOTIFY for each queue in names. */
-static void
-jq_send_notifications(List *names)
-{
-	ListCell   *lc;
-
-	if (names == NIL)
-		return;
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	pgstat_report_activity(STATE_RUNNING, "sending jobqueue notifications");
-	foreach(lc, names)
-		Async_Notify(JQ_NOTIFY_CHANNEL, (char *) lfirst(lc));
-	CommitTransactionCommand();
-#if PG_VERSION_NUM < 150000
-	/* before 15, listeners are signalled here, not at commit */
-	ProcessCompletedNotifies();
-#endif
-	pgstat_report_activity(STATE_IDLE, NULL);
-
-	LWLockAcquire(jq_shared->lock, LW_EXCLUSIVE);
-	worker_slot->notified += list_length(names);
-	LWLockRelease(jq_shared->lock);
-}
-
 /*
- * Take the queues that committed transactions marked, and announce them.
- * After an overflow of the table of marks, every queue with notifications
- * on (and not paused) is announced.
+ * Take the queues that committed transactions marked and announce them, in
+ * one short transaction.  After an overflow of the table of marks, every
+ * queue with notifications on (and not paused) is announced.
  */
 static void
 jq_announce_marked(void)
 {
-	List	   *names = NIL;
+	char		marks[JQ_MAX_MARKS][JQ_QUEUE_NAME_MAXLEN + 1];
+	int			nmarks;
 	bool		overflow;
 	int			i;
+	uint64		n;
 
-	LWLockAcquire(jq_shared->lock, LW_EXCLUSIVE);
+	/* no allocation under the lock: copy to the stack first */
+	LWLockAcquire(worker_slot->marks_lock, LW_EXCLUSIVE);
+	nmarks = worker_slot->nmarks;
 	overflow = worker_slot->marks_overflow;
-	if (worker_slot->nmarks == 0 && !overflow)
+	memcpy(marks, worker_slot->marks, sizeof(marks[0]) * nmarks);
+	worker_slot->nmarks = 0;
+	worker_slot->marks_overflow = false;
+	LWLockRelease(worker_slot->marks_lock);
+	if (nmarks == 0 && !overflow)
+		return;
+
+	if (!jq_work_begin("sending jobqueue notifications"))
 	{
-		LWLockRelease(jq_shared->lock);
+		/* announce them all at the next wake-up */
+		LWLockAcquire(worker_slot->marks_lock, LW_EXCLUSIVE);
+		worker_slot->marks_overflow = true;
+		LWLockRelease(worker_slot->marks_lock);
 		return;
 	}
-	/* no allocation under the lock: copy to the stack first */
-	{
-		int			n = worker_slot->nmarks;
-		char		marks[JQ_MAX_MARKS][JQ_QUEUE_NAME_MAXLEN + 1];
-
-		memcpy(marks, worker_slot->marks, sizeof(marks));
-		worker_slot->nmarks = 0;
-		worker_slot->marks_overflow = false;
-		LWLockRelease(jq_shared->lock);
-
-		for (i = 0; i < n; i++)
-			names = jq_add_name(names, marks[i]);
-	}
-
+	n = nmarks;
+	for (i = 0; i < nmarks; i++)
+		Async_Notify(JQ_NOTIFY_CHANNEL, marks[i]);
 	if (overflow)
 	{
-		if (!jq_work_begin("listing jobqueue queues"))
-		{
-			/* announce them at the next wake-up */
-			LWLockAcquire(jq_shared->lock, LW_EXCLUSIVE);
-			worker_slot->marks_overflow = true;
-			LWLockRelease(jq_shared->lock);
-			return;
-		}
 		jq_execute(JQ_PLAN_NOTIFY_QUEUES, NULL, NULL, SPI_OK_SELECT);
 		for (i = 0; i < SPI_processed; i++)
-			names = jq_add_name(names, SPI_getvalue(SPI_tuptable->vals[i],
-													SPI_tuptable->tupdesc, 1));
-		jq_work_end();
+			Async_Notify(JQ_NOTIFY_CHANNEL,
+						 SPI_getvalue(SPI_tuptable->vals[i],
+									  SPI_tuptable->tupdesc, 1));
+		n += SPI_processed;
 	}
-	jq_send_notifications(names);
-}
-
-/*
- * One pass over the database: reap, announce, purge.  now is the time the
- * tick started.
- */
-static void
-jq_worker_tick(TimestampTz now)
-{
-	List	   *ready = NIL;
-	List	   *queues = NIL;
-	ListCell   *lc;
-	int64		n;
-	Datum		values[2];
-	uint64		i;
-
-	/* expired leases, one short transaction per batch */
-	do
-	{
-		if (!jq_work_begin("reaping expired jobqueue leases"))
-			return;
-		n = jq_reap_batch(jq_reap_batch_size, &ready, tick_cxt);
-		jq_work_end();
-
-		LWLockAcquire(jq_shared->lock, LW_EXCLUSIVE);
-		worker_slot->reaped += n;
-		LWLockRelease(jq_shared->lock);
-
-		/* between batches: stay responsive to signals and to producers */
-		jq_worker_check_stop();
-		jq_announce_marked();
-	} while (n >= jq_reap_batch_size);
-
-	/* queues whose delayed or backed-off jobs became ready */
-	if (!jq_work_begin("looking for ready jobqueue jobs"))
-		return;
-	values[0] = TimestampTzGetDatum(ready_checked_until);
-	values[1] = TimestampTzGetDatum(now);
-	jq_execute(JQ_PLAN_READY_QUEUES, values, NULL, SPI_OK_SELECT);
-	for (i = 0; i < SPI_processed; i++)
-		ready = jq_add_name(ready, SPI_getvalue(SPI_tuptable->vals[i],
-												SPI_tuptable->tupdesc, 1));
-	/* and the list of queues for the purge */
-	jq_execute(JQ_PLAN_QUEUE_NAMES, NULL, NULL, SPI_OK_SELECT);
-	for (i = 0; i < SPI_processed; i++)
-		queues = jq_add_name(queues, SPI_getvalue(SPI_tuptable->vals[i],
-												  SPI_tuptable->tupdesc, 1));
 	jq_work_end();
-	ready_checked_until = now;
-	jq_send_notifications(ready);
-
-	/* finished jobs past retention, per queue, one batch per transaction */
-	foreach(lc, queues)
-	{
-		do
-		{
-			if (!jq_work_begin("purging finished jobqueue jobs"))
-				return;
-			n = jq_purge_batch((char *) lfirst(lc), NULL, jq_purge_batch_size);
-			jq_work_end();
-
-			LWLockAcquire(jq_shared->lock, LW_EXCLUSIVE);
-			worker_slot->purged += n;
-			LWLockRelease(jq_shared->lock);
-
-			jq_worker_check_stop();
-			jq_announce_marked();
-		} while (n >= jq_purge_batch_size);
-	}
 
 	LWLockAcquire(jq_shared->lock, LW_EXCLUSIVE);
-	worker_slot->last_tick = now;
+	worker_entry->tasks[JQ_TASK_ANNOUNCE].items += n;
 	LWLockRelease(jq_shared->lock);
-	pgstat_report_stat(true);
 }
 
 /*
- * Log the error being handled, remember it in the slot, and get back to a
- * clean state outside any transaction.
+ * Record the error being handled against task t, and get back to a clean
+ * state outside any transaction.  The task is retried after its interval,
+ * doubled for each consecutive failure up to a minute.
  */
 static void
-jq_worker_recover(MemoryContext loop_cxt)
+jq_worker_task_failed(int t, MemoryContext loop_cxt, TimestampTz now)
 {
 	ErrorData  *edata;
+	JqTaskStats *stats = &worker_entry->tasks[t];
+	int			delay;
+	int			len;
 
 	MemoryContextSwitchTo(loop_cxt);
 	edata = CopyErrorData();
@@ -612,55 +570,176 @@ jq_worker_recover(MemoryContext loop_cxt)
 	pgstat_report_activity(STATE_IDLE, NULL);
 
 	LWLockAcquire(jq_shared->lock, LW_EXCLUSIVE);
-	strlcpy(worker_slot->last_error,
-			edata->message ? edata->message : "unknown error",
-			JQ_LAST_ERROR_LEN);
-	worker_slot->last_error_at = GetCurrentTimestamp();
+	/* cut on a character boundary: the text is shown as it is */
+	len = pg_mbcliplen(edata->message ? edata->message : "unknown error",
+					   strlen(edata->message ? edata->message : "unknown error"),
+					   JQ_LAST_ERROR_LEN - 1);
+	memcpy(stats->last_error, edata->message ? edata->message : "unknown error", len);
+	stats->last_error[len] = '\0';
+	stats->last_error_at = GetCurrentTimestamp();
+	if (stats->consecutive_errors < 30)
+		stats->consecutive_errors++;
+	delay = *jq_worker_tasks[t].interval_ms;
+	for (int i = 1; i < stats->consecutive_errors && delay < JQ_TASK_MAX_BACKOFF; i++)
+		delay *= 2;
 	LWLockRelease(jq_shared->lock);
+	task_retry_at[t] = TimestampTzPlusMilliseconds(now, Min(delay, JQ_TASK_MAX_BACKOFF));
 	FreeErrorData(edata);
 }
 
+static TimestampTz jq_task_due(int t);
+
 /*
- * Entry point of a per-database worker; main_arg is the database's OID.
+ * Run task t unit by unit until it has nothing more to do now.  Returns
+ * false when a unit found the tables locked: the pass ends there.
+ */
+static bool
+jq_worker_run_task(int t, TimestampTz now, List **ready,
+				   MemoryContext loop_cxt)
+{
+	const JqWorkerTask *task = &jq_worker_tasks[t];
+	volatile int64 items = 0;
+	volatile bool busy = false;
+	volatile bool failed = false;
+
+	task_started[t] = now;
+	PG_TRY();
+	{
+		bool		more = true;
+
+		while (more)
+		{
+			if (!jq_work_begin(task->activity))
+			{
+				busy = true;
+				break;
+			}
+			items = task->run_unit(now, ready, pass_cxt, &more);
+			jq_work_end();
+
+			/* counted per unit: a long reap shows its progress */
+			LWLockAcquire(jq_shared->lock, LW_EXCLUSIVE);
+			worker_entry->tasks[t].items += items;
+			LWLockRelease(jq_shared->lock);
+
+			/* between units: stay responsive to signals and producers */
+			jq_worker_check_stop();
+			jq_announce_marked();
+		}
+	}
+	PG_CATCH();
+	{
+		jq_worker_task_failed(t, loop_cxt, now);
+		failed = true;
+	}
+	PG_END_TRY();
+	if (failed)
+		return true;
+	task_retry_at[t] = 0;
+
+	LWLockAcquire(jq_shared->lock, LW_EXCLUSIVE);
+	if (!busy)
+	{
+		worker_entry->tasks[t].runs++;
+		worker_entry->tasks[t].last_run = now;
+		worker_entry->tasks[t].consecutive_errors = 0;
+	}
+	LWLockRelease(jq_shared->lock);
+	return !busy;
+}
+
+/*
+ * One pass: every task that is due runs.  now is the time the pass started.
+ */
+static void
+jq_worker_pass(TimestampTz now, MemoryContext loop_cxt)
+{
+	List	   *ready = NIL;
+
+	pg_atomic_write_u32(&worker_entry->activity, 0);
+	for (int t = 0; t < JQ_NUM_TASKS; t++)
+	{
+		if (now >= jq_task_due(t) &&
+			!jq_worker_run_task(t, now, &ready, loop_cxt))
+			return;
+	}
+
+	LWLockAcquire(jq_shared->lock, LW_EXCLUSIVE);
+	worker_entry->last_tick = now;
+	LWLockRelease(jq_shared->lock);
+	pgstat_report_stat(true);
+}
+
+/* When task t is due. */
+static TimestampTz
+jq_task_due(int t)
+{
+	return Max(TimestampTzPlusMilliseconds(task_started[t],
+										   *jq_worker_tasks[t].interval_ms),
+			   task_retry_at[t]);
+}
+
+/* The earliest time a task is due. */
+static TimestampTz
+jq_worker_next_due(void)
+{
+	TimestampTz next = jq_task_due(0);
+
+	for (int t = 1; t < JQ_NUM_TASKS; t++)
+		next = Min(next, jq_task_due(t));
+	return next;
+}
+
+/*
+ * Entry point of a worker; main_arg is its pool slot, bgw_extra the OID of
+ * the database the launcher prepared the slot for.
  */
 void
 jq_worker_main(Datum main_arg)
 {
-	Oid			dboid = DatumGetObjectId(main_arg);
+	int			w = DatumGetInt32(main_arg);
+	Oid			dboid;
 	MemoryContext loop_cxt;
-	volatile TimestampTz tick_started = 0;
+	bool		yield;
 
 	pqsignal(SIGTERM, die);
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	BackgroundWorkerUnblockSignals();
 
-	if (jq_shared == NULL)
+	memcpy(&dboid, MyBgworkerEntry->bgw_extra, sizeof(Oid));
+	if (jq_shared == NULL || w < 0 || w >= jq_shared->nworkers)
 		proc_exit(0);
 	worker_dboid = dboid;
 	before_shmem_exit(jq_worker_detach, (Datum) 0);
-	if (!jq_worker_attach(dboid))
+	if (!jq_worker_attach(w, dboid))
 		proc_exit(0);
 
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
 	jq_worker_pin_settings();
+	ereport(DEBUG1,
+			(errmsg_internal("jobqueue worker attached for database %u", dboid)));
 
-	if (IsBinaryUpgrade)
-		jq_worker_exit(JQ_WORKER_STOPPED);
+	if (IsBinaryUpgrade || RecoveryInProgress())
+		jq_worker_leave(JQ_EXT_UNKNOWN, 0);
 
 	loop_cxt = AllocSetContextCreate(TopMemoryContext, "jobqueue worker",
 									 ALLOCSET_DEFAULT_SIZES);
-	tick_cxt = AllocSetContextCreate(loop_cxt, "jobqueue worker tick",
+	pass_cxt = AllocSetContextCreate(loop_cxt, "jobqueue worker pass",
 									 ALLOCSET_DEFAULT_SIZES);
 
-	/* is the extension here at all? */
-	if (jq_work_begin("checking for the jobqueue extension"))
-		jq_work_end();
+	/* is the extension here at all?  (leaves if not) */
+	if (!jq_work_begin("checking for the jobqueue extension"))
+		jq_worker_leave(JQ_EXT_UNKNOWN, 0);
+	jq_work_end();
 
 	LWLockAcquire(jq_shared->lock, LW_EXCLUSIVE);
+	worker_entry->extension = JQ_EXT_PRESENT;
+	/* announce what became ready since the last visit */
+	jq_ready_checked_until = worker_entry->last_tick != 0 ?
+		worker_entry->last_tick : worker_entry->started_at;
+	LWLockAcquire(worker_slot->marks_lock, LW_EXCLUSIVE);
 	worker_slot->state = JQ_WORKER_RUNNING;
-	/* announce what became ready while no worker ran, if one ran before */
-	ready_checked_until = worker_slot->last_tick != 0 ?
-		worker_slot->last_tick : worker_slot->started_at;
+	LWLockRelease(worker_slot->marks_lock);
 	LWLockRelease(jq_shared->lock);
 
 	ereport(DEBUG1,
@@ -669,38 +748,37 @@ jq_worker_main(Datum main_arg)
 	for (;;)
 	{
 		TimestampTz now;
-		TimestampTz next_tick;
+		TimestampTz next;
 		long		timeout;
 
 		MemoryContextSwitchTo(loop_cxt);
 		jq_worker_check_stop();
 
 		now = GetCurrentTimestamp();
+		MemoryContextReset(pass_cxt);
 		PG_TRY();
 		{
-			MemoryContextReset(tick_cxt);
 			jq_announce_marked();
-			/* jq_reap_interval is read afresh: a reload takes effect here */
-			if (tick_started == 0 ||
-				now >= TimestampTzPlusMilliseconds(tick_started,
-												   jq_reap_interval))
-			{
-				/* set first: after an error, retry at the next tick */
-				tick_started = now;
-				if (!RecoveryInProgress())
-					jq_worker_tick(now);
-			}
 		}
 		PG_CATCH();
 		{
-			jq_worker_recover(loop_cxt);
+			jq_worker_task_failed(JQ_TASK_ANNOUNCE, loop_cxt, now);
 		}
 		PG_END_TRY();
+		if (now >= jq_worker_next_due())
+			jq_worker_pass(now, loop_cxt);
 
-		next_tick = TimestampTzPlusMilliseconds(tick_started, jq_reap_interval);
+		/* another database waits for a slot: leave after a complete pass */
+		LWLockAcquire(jq_shared->lock, LW_SHARED);
+		yield = worker_slot->yield_requested;
+		LWLockRelease(jq_shared->lock);
+		if (yield)
+			jq_worker_leave(JQ_EXT_PRESENT,
+							jq_worker_next_visit(GetCurrentTimestamp()));
+
+		next = jq_worker_next_due();
 		now = GetCurrentTimestamp();
-		timeout = now >= next_tick ? 0 :
-			(long) ((next_tick - now + 999) / 1000);
+		timeout = now >= next ? 0 : (long) ((next - now + 999) / 1000);
 
 		(void) WaitLatch(MyLatch,
 						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
@@ -710,11 +788,69 @@ jq_worker_main(Datum main_arg)
 }
 
 /*
+ * Copy this database's registry entry and the state of the worker serving
+ * it.  Returns the state text of jq_worker_status(); *configured is false
+ * when no worker is meant to serve this database.
+ */
+static const char *
+jq_worker_state(bool *configured, bool *have_entry, JqDatabaseEntry *entry,
+				JqPoolSlot *slot)
+{
+	JqDatabaseEntry *e;
+	bool		full;
+
+	*configured = false;
+	*have_entry = false;
+	if (jq_shared == NULL)
+		return "not preloaded";
+	if (!jq_launcher_registered)
+		return "launcher not registered: raise max_worker_processes";
+	if (!jq_worker_enabled)
+		return "disabled";
+	if (!jq_database_wanted(get_database_name(MyDatabaseId)))
+		return "excluded";
+
+	*configured = true;
+	memset(slot, 0, sizeof(JqPoolSlot));
+	LWLockAcquire(jq_shared->lock, LW_SHARED);
+	full = jq_shared->registry_full;
+	e = jq_entry_find(MyDatabaseId);
+	if (e != NULL)
+	{
+		memcpy(entry, e, sizeof(JqDatabaseEntry));
+		*have_entry = true;
+		if (e->worker >= 0)
+			memcpy(slot, &jq_shared->workers[e->worker],
+				   offsetof(JqPoolSlot, nmarks));
+	}
+	LWLockRelease(jq_shared->lock);
+
+	if (!*have_entry)
+		return full ? "not served: raise jobqueue.max_databases" :
+			"waiting for the launcher";
+	if (entry->worker >= 0)
+		return slot->state == JQ_WORKER_RUNNING ? "running" : "starting";
+	if (entry->unserved)
+		return "waiting for a background worker slot: raise max_worker_processes";
+	switch (entry->extension)
+	{
+		case JQ_EXT_UNKNOWN:
+			return "waiting for the launcher";
+		case JQ_EXT_ABSENT:
+			return "no extension";
+		case JQ_EXT_PRESENT:
+		default:
+			return "between visits";
+	}
+}
+
+/*
  * jq_worker_status() returns record
  *
- * The background worker of the current database: whether one is configured
- * and attached, its pid, start, last tick and what it did since it started.
- * Without shared_preload_libraries: configured = false, the rest NULL.
+ * The background worker of the current database: whether one is
+ * configured, whether one is attached now, its pid and start, the last
+ * pass, and what the workers did here since the server started.  Without
+ * shared_preload_libraries: configured = false, the rest NULL.
  */
 Datum
 jq_worker_status(PG_FUNCTION_ARGS)
@@ -722,74 +858,17 @@ jq_worker_status(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	Datum		values[11];
 	bool		nulls[11];
-	const char *state;
 	bool		configured;
-	JqWorkerSlot slot;
-	bool		have_slot = false;
+	bool		have_entry;
+	JqDatabaseEntry entry;
+	JqPoolSlot	slot;
+	const char *state;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 
 	memset(nulls, true, sizeof(nulls));
-
-	if (jq_shared == NULL)
-	{
-		configured = false;
-		state = "not preloaded";
-	}
-	else if (!jq_worker_enabled)
-	{
-		configured = false;
-		state = "disabled";
-	}
-	else if (!jq_database_wanted(get_database_name(MyDatabaseId)))
-	{
-		configured = false;
-		state = "excluded";
-	}
-	else
-	{
-		JqWorkerSlot *s;
-
-		configured = true;
-		LWLockAcquire(jq_shared->lock, LW_SHARED);
-		s = jq_slot_find(MyDatabaseId);
-		if (s != NULL)
-		{
-			/* only the fixed part; the marks do not interest us */
-			memcpy(&slot, s, offsetof(JqWorkerSlot, nmarks));
-			have_slot = true;
-		}
-		LWLockRelease(jq_shared->lock);
-
-		if (!have_slot)
-			state = "waiting for the launcher";
-		else
-		{
-			switch (slot.state)
-			{
-				case JQ_WORKER_NONE:
-					state = "waiting for the launcher";
-					break;
-				case JQ_WORKER_STARTING:
-					state = "starting";
-					break;
-				case JQ_WORKER_RUNNING:
-					state = "running";
-					break;
-				case JQ_WORKER_NO_EXTENSION:
-					state = "no extension";
-					break;
-				case JQ_WORKER_STOPPED:
-					state = "stopped";
-					break;
-				case JQ_WORKER_EXITED:
-				default:
-					state = "restarting";
-					break;
-			}
-		}
-	}
+	state = jq_worker_state(&configured, &have_entry, &entry, &slot);
 
 	values[0] = BoolGetDatum(configured);
 	nulls[0] = false;
@@ -797,35 +876,108 @@ jq_worker_status(PG_FUNCTION_ARGS)
 	nulls[2] = false;
 	if (configured)
 	{
-		bool		attached = have_slot && slot.pid != 0 &&
-			slot.state == JQ_WORKER_RUNNING;
+		bool		attached = have_entry && entry.worker >= 0 &&
+			slot.pid != 0 && slot.state == JQ_WORKER_RUNNING;
 
 		values[1] = BoolGetDatum(attached);
 		nulls[1] = false;
-		if (have_slot && slot.pid != 0)
+		if (attached)
 		{
 			values[3] = Int32GetDatum(slot.pid);
 			nulls[3] = false;
-			values[4] = TimestampTzGetDatum(slot.started_at);
-			nulls[4] = false;
-			values[6] = Int64GetDatum((int64) slot.reaped);
-			values[7] = Int64GetDatum((int64) slot.purged);
-			values[8] = Int64GetDatum((int64) slot.notified);
+		}
+		if (have_entry)
+		{
+			JqTaskStats *last = NULL;
+
+			if (entry.started_at != 0)
+			{
+				values[4] = TimestampTzGetDatum(entry.started_at);
+				nulls[4] = false;
+			}
+			if (entry.last_tick != 0)
+			{
+				values[5] = TimestampTzGetDatum(entry.last_tick);
+				nulls[5] = false;
+			}
+			values[6] = Int64GetDatum((int64) entry.tasks[JQ_TASK_REAP].items);
+			values[7] = Int64GetDatum((int64) entry.tasks[JQ_TASK_PURGE].items);
+			values[8] = Int64GetDatum((int64) entry.tasks[JQ_TASK_ANNOUNCE].items);
 			nulls[6] = nulls[7] = nulls[8] = false;
-		}
-		if (have_slot && slot.last_tick != 0)
-		{
-			values[5] = TimestampTzGetDatum(slot.last_tick);
-			nulls[5] = false;
-		}
-		if (have_slot && slot.last_error_at != 0)
-		{
-			values[9] = CStringGetTextDatum(slot.last_error);
-			nulls[9] = false;
-			values[10] = TimestampTzGetDatum(slot.last_error_at);
-			nulls[10] = false;
+			for (int t = 0; t < JQ_NUM_TASKS; t++)
+			{
+				if (entry.tasks[t].last_error_at != 0 &&
+					(last == NULL || entry.tasks[t].last_error_at > last->last_error_at))
+					last = &entry.tasks[t];
+			}
+			if (last != NULL)
+			{
+				values[9] = CStringGetTextDatum(last->last_error);
+				nulls[9] = false;
+				values[10] = TimestampTzGetDatum(last->last_error_at);
+				nulls[10] = false;
+			}
 		}
 	}
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/*
+ * jq_worker_tasks() returns setof record
+ *
+ * One row per worker task in the current database: its interval, last
+ * complete run, how many runs and items, consecutive failures and the last
+ * error.  No rows without shared_preload_libraries or before the launcher
+ * registered the database.
+ */
+Datum
+jq_worker_tasks_status(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Tuplestorestate *store = jq_srf_init(fcinfo, &tupdesc);
+	JqDatabaseEntry entry;
+	bool		found = false;
+
+	if (jq_shared != NULL)
+	{
+		JqDatabaseEntry *e;
+
+		LWLockAcquire(jq_shared->lock, LW_SHARED);
+		e = jq_entry_find(MyDatabaseId);
+		if (e != NULL)
+		{
+			memcpy(&entry, e, sizeof(JqDatabaseEntry));
+			found = true;
+		}
+		LWLockRelease(jq_shared->lock);
+	}
+	if (!found)
+		return (Datum) 0;
+
+	for (int t = 0; t < JQ_NUM_TASKS; t++)
+	{
+		JqTaskStats *s = &entry.tasks[t];
+		Datum		values[8];
+		bool		nulls[8];
+
+		memset(nulls, false, sizeof(nulls));
+		values[0] = CStringGetTextDatum(jq_worker_tasks[t].name);
+		values[1] = IntervalPGetDatum(DatumGetIntervalP(
+			DirectFunctionCall7(make_interval, Int32GetDatum(0), Int32GetDatum(0),
+								Int32GetDatum(0), Int32GetDatum(0), Int32GetDatum(0),
+								Int32GetDatum(0),
+								Float8GetDatum(*jq_worker_tasks[t].interval_ms / 1000.0))));
+		values[2] = TimestampTzGetDatum(s->last_run);
+		nulls[2] = s->last_run == 0;
+		values[3] = Int64GetDatum((int64) s->runs);
+		values[4] = Int64GetDatum((int64) s->items);
+		values[5] = Int32GetDatum(s->consecutive_errors);
+		values[6] = CStringGetTextDatum(s->last_error);
+		nulls[6] = s->last_error_at == 0;
+		values[7] = TimestampTzGetDatum(s->last_error_at);
+		nulls[7] = s->last_error_at == 0;
+		tuplestore_putvalues(store, tupdesc, values, nulls);
+	}
+	return (Datum) 0;
 }

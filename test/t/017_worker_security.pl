@@ -22,6 +22,7 @@ $node->init;
 $node->append_conf('postgresql.conf', qq{
 shared_preload_libraries = 'jobqueue'
 jobqueue.reap_interval = '100ms'
+jobqueue.purge_interval = '100ms'
 jobqueue.launcher_interval = '1s'
 });
 $node->start;

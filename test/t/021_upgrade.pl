@@ -190,8 +190,12 @@ is_deeply(
 		$node->safe_psql('postgres',
 			"SELECT source || ' -> ' || target || ': ' || path FROM pg_extension_update_paths('jobqueue') "
 			  . "WHERE path IS NOT NULL AND target = '$current' ORDER BY source") ],
-	[ map { "$_ -> $current: $_--$current" } @earlier_versions ],
-	'every earlier version has a direct update path to the current one');
+	[ map {
+			my $from = $_;
+			my @chain = grep { $_ eq $from .. $_ eq $current } (@earlier_versions, $current);
+			"$from -> $current: " . join('--', @chain)
+		} @earlier_versions ],
+	'every earlier version updates to the current one through the chain of releases');
 
 # Without shared_preload_libraries: the counters say why they are missing,
 # the hot path works (and counts nothing).

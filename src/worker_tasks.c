@@ -1,0 +1,162 @@
+/*-------------------------------------------------------------------------
+ *
+ * worker_tasks.c
+ *	  The tasks a jobqueue worker runs in its database, and their table.
+ *
+ * The worker (worker.c) owns the loop, the transactions, signals and error
+ * capture; a task only does one unit of work inside the transaction the
+ * worker opened (SPI connected, snapshot pushed) and says whether another
+ * unit is due at once.  The contract of a task:
+ *	  - one unit is one short transaction: a bounded batch (reap_batch,
+ *		purge_batch), never "everything";
+ *	  - no state is kept between units, except what the table below passes
+ *		along in one pass (the queues to announce);
+ *	  - it raises errors freely: the worker records them against the task,
+ *		in jq_worker_tasks(), and retries the task later with a backoff;
+ *	  - every statement comes from the statement table (plans.c).
+ *
+ * Adding a task: write its unit function here (or in a file of its own),
+ * add a JqTaskId in jobqueue.h and a line to jq_worker_tasks[] below; its
+ * statistics appear in jq_worker_tasks() by themselves.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "jobqueue.h"
+
+#include "commands/async.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+/*
+ * The announce task reports queues whose delayed or backed-off jobs became
+ * ready in (jq_ready_checked_until, now]; the worker seeds it when it
+ * attaches.
+ */
+TimestampTz jq_ready_checked_until = 0;
+
+/* Earliest lease expiry seen by the last reap unit, 0 if none is running */
+static TimestampTz next_lease_expiry = 0;
+
+/* Add a copy of name (in cxt) to list unless it is there. */
+static List *
+jq_add_name(List *list, const char *name, MemoryContext cxt)
+{
+	ListCell   *lc;
+	MemoryContext oldcontext;
+
+	foreach(lc, list)
+	{
+		if (strcmp((char *) lfirst(lc), name) == 0)
+			return list;
+	}
+	oldcontext = MemoryContextSwitchTo(cxt);
+	list = lappend(list, pstrdup(name));
+	MemoryContextSwitchTo(oldcontext);
+	return list;
+}
+
+/*
+ * Reap: one batch of expired leases.  Queues in which jobs became ready at
+ * once are added to *ready for the announce task.  The last unit also looks
+ * up when the next lease expires, so that the worker knows when this
+ * database is due again.
+ */
+static int64
+jq_task_reap(TimestampTz now, List **ready, MemoryContext cxt, bool *more)
+{
+	int64		n = jq_reap_batch(jq_reap_batch_size, ready, cxt);
+
+	*more = n >= jq_reap_batch_size;
+	if (!*more)
+	{
+		bool		isnull;
+		Datum		d;
+
+		jq_execute(JQ_PLAN_NEXT_LEASE_EXPIRY, NULL, NULL, SPI_OK_SELECT);
+		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+						  &isnull);
+		next_lease_expiry = isnull ? 0 : DatumGetTimestampTz(d);
+	}
+	return n;
+}
+
+/*
+ * Announce: one NOTIFY per queue (with notifications on, not paused) whose
+ * delayed or backed-off jobs became ready since the last check, plus the
+ * queues reaping made ready.  Notifications are sent when this transaction
+ * commits.
+ */
+static int64
+jq_task_announce(TimestampTz now, List **ready, MemoryContext cxt, bool *more)
+{
+	Datum		values[2];
+	ListCell   *lc;
+	uint64		i;
+	int64		n = 0;
+
+	values[0] = TimestampTzGetDatum(jq_ready_checked_until);
+	values[1] = TimestampTzGetDatum(now);
+	jq_execute(JQ_PLAN_READY_QUEUES, values, NULL, SPI_OK_SELECT);
+	for (i = 0; i < SPI_processed; i++)
+		*ready = jq_add_name(*ready,
+							 SPI_getvalue(SPI_tuptable->vals[i],
+										  SPI_tuptable->tupdesc, 1),
+							 cxt);
+	foreach(lc, *ready)
+	{
+		Async_Notify(JQ_NOTIFY_CHANNEL, (char *) lfirst(lc));
+		n++;
+	}
+	*ready = NIL;
+	jq_ready_checked_until = now;
+	*more = false;
+	return n;
+}
+
+/*
+ * Purge: one batch of finished jobs past their queue's retention, across
+ * all queues, oldest first within each queue.
+ */
+static int64
+jq_task_purge(TimestampTz now, List **ready, MemoryContext cxt, bool *more)
+{
+	Datum		values[2];
+	int64		n = 0;
+	uint64		i;
+
+	values[0] = Int32GetDatum(jq_purge_batch_size);
+	values[1] = TimestampTzGetDatum(now);
+	jq_execute(JQ_PLAN_PURGE_DUE, values, NULL, SPI_OK_SELECT);
+	/* one row per queue: its name and how many of its jobs were deleted */
+	for (i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		int64		count = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
+														SPI_tuptable->tupdesc,
+														2, &isnull));
+
+		jq_count(SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1),
+				 JQ_CTR_PURGED, count);
+		n += count;
+	}
+	*more = n >= jq_purge_batch_size;
+	return n;
+}
+
+/* The tasks, in the order a pass runs them (see JqTaskId) */
+const JqWorkerTask jq_worker_tasks[JQ_NUM_TASKS] = {
+	[JQ_TASK_REAP] = {"reap", "reaping expired jobqueue leases",
+	&jq_reap_interval, jq_task_reap},
+	[JQ_TASK_ANNOUNCE] = {"announce", "announcing ready jobqueue jobs",
+	&jq_reap_interval, jq_task_announce},
+	[JQ_TASK_PURGE] = {"purge", "purging finished jobqueue jobs",
+	&jq_purge_interval, jq_task_purge},
+};
+
+/* Earliest lease expiry seen by the last pass, 0 if none was running. */
+TimestampTz
+jq_next_lease_expiry(void)
+{
+	return next_lease_expiry;
+}
