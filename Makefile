@@ -4,6 +4,7 @@
 
 EXTENSION = jobqueue
 EXTVERSION = $(shell sed -n "s/^default_version[[:space:]]*=[[:space:]]*'\([^']*\)'.*/\1/p" $(EXTENSION).control)
+# PGXN distribution: make dist (see the target at the end).
 
 MODULE_big = jobqueue
 OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
@@ -49,3 +50,11 @@ installcheck-pgtap:
 	$(pg_regress_installcheck) --inputdir=test/pgtap --outputdir=results_pgtap \
 		--temp-instance=tmp_check_pgtap --temp-config=test/regress.conf \
 		--dbname=jobqueue_pgtap $(PGTAP_TESTS)
+
+# PGXN distribution of the committed HEAD (not of uncommitted changes):
+# jobqueue-$(EXTVERSION).zip, every file under the prefix jobqueue-$(EXTVERSION)/.
+# scripts/check_meta.pl (run by scripts/test.sh) keeps META.json's version
+# equal to default_version.
+.PHONY: dist
+dist:
+	git archive --format zip --prefix=$(EXTENSION)-$(EXTVERSION)/ -o $(EXTENSION)-$(EXTVERSION).zip HEAD

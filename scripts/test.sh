@@ -8,6 +8,9 @@
 # Usage: sudo bash scripts/test.sh        (exits non-zero on any failure)
 source "$(dirname "$0")/common.sh"
 
+log "checking META.json against jobqueue.control"
+perl "$JQ_ROOT/scripts/check_meta.pl" "$JQ_ROOT"
+
 jq_install_packages
 dir=$(jq_workdir test)
 jq_build_install "$dir"
