@@ -39,6 +39,11 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# The TAP tests share test/perl/JobqueueTest.pm.  prove runs in $(srcdir),
+# so the path is relative to it; PGXS resets PROVE_FLAGS (it is the user's,
+# as in make PROVE_FLAGS=--verbose), hence here, after the include.
+PG_PROVE_FLAGS += -I test/perl
+
 # Schema tests written with pgTAP, run through pg_regress so there is one
 # harness; they live under test/pgtap/{sql,expected}.
 PGTAP_TESTS = $(patsubst test/pgtap/sql/%.sql,%,$(sort $(wildcard test/pgtap/sql/*.sql)))

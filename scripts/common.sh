@@ -1,4 +1,4 @@
-# Shared helpers of scripts/demo.sh, scripts/test.sh and bench/run.sh.
+# Shared helpers of the scripts in scripts/ and bench/.
 # Sourced, not run.
 
 set -euo pipefail
@@ -68,4 +68,112 @@ jq_build_install() {
 	as_pguser make -C "$dir" -s PG_CONFIG="$PG_CONFIG"
 	log "installing jobqueue into $("$PG_CONFIG" --pkglibdir)"
 	make -C "$dir" -s PG_CONFIG="$PG_CONFIG" install >/dev/null
+}
+
+# ---------------------------------------------------------------------------
+# A throwaway cluster, owned by the unprivileged account
+# ---------------------------------------------------------------------------
+#   jq_cluster_init DIR PORT [initdb options]   data in DIR/data, log in
+#       DIR/server.log, listening only on a Unix socket (in DIR, or in a
+#       short temporary directory when DIR is too long for a socket path)
+#   jq_cluster_conf <<EOF ... EOF               more postgresql.conf lines
+#   jq_cluster_start [COMMAND ...]              start and wait until it
+#       accepts connections; with a COMMAND (valgrind ...) the postmaster
+#       runs under it
+#   jq_cluster_stop                             stop it if it runs; for the
+#       caller's EXIT trap
+# They set JQ_PGDATA, JQ_PGLOG, JQ_PGHOST (the socket directory) and
+# JQ_PGPORT.  JQ_CLUSTER_TIMEOUT: seconds to wait for a start or a fast
+# stop (default 60).
+JQ_PGDATA=
+JQ_PGPID=
+
+# The first port from $1 to $2 that nothing listens on.
+jq_free_port() {
+	local p
+	for p in $(seq "$1" "$2"); do
+		if [ ! -e "/tmp/.s.PGSQL.$p" ] && [ ! -e "/var/run/postgresql/.s.PGSQL.$p" ] &&
+			! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return 0
+		fi
+	done
+	echo "no free port between $1 and $2" >&2
+	return 1
+}
+
+# Stop a cluster in data directory $1 that an interrupted earlier run left
+# running.
+jq_stop_leftover() {
+	if [ -f "$1/postmaster.pid" ]; then
+		as_pguser pg_ctl -D "$1" -m immediate -w stop >/dev/null 2>&1 || true
+	fi
+}
+
+# A directory the cluster owner may write.
+jq_owned_dir() {
+	mkdir -p "$1"
+	if [ "$(id -u)" -eq 0 ]; then
+		chown "$JQ_PGUSER" "$1"
+	fi
+}
+
+jq_cluster_init() {
+	local dir=$1 port=$2
+	shift 2
+	JQ_PGDATA=$dir/data
+	JQ_PGLOG=$dir/server.log
+	JQ_PGPORT=$port
+	JQ_PGHOST=$dir
+	jq_stop_leftover "$JQ_PGDATA"
+	rm -rf "$JQ_PGDATA"
+	jq_owned_dir "$dir"
+	if ((${#JQ_PGHOST} > 80)); then
+		JQ_PGHOST=$(mktemp -d /tmp/jqsock.XXXXXX)
+		jq_owned_dir "$JQ_PGHOST"
+	fi
+	as_pguser initdb -D "$JQ_PGDATA" -A trust -E UTF8 --no-sync "$@" >"$dir/initdb.log" 2>&1 ||
+		{ cat "$dir/initdb.log" >&2; echo "initdb failed" >&2; return 1; }
+	jq_cluster_conf <<-CONF
+
+		# ---- a throwaway cluster: only a Unix socket ----
+		listen_addresses = ''
+		port = $JQ_PGPORT
+		unix_socket_directories = '$JQ_PGHOST'
+	CONF
+}
+
+jq_cluster_conf() {
+	cat >>"$JQ_PGDATA/postgresql.conf"
+}
+
+jq_cluster_start() {
+	local timeout=${JQ_CLUSTER_TIMEOUT:-60} i
+	if (($# == 0)); then
+		as_pguser pg_ctl -D "$JQ_PGDATA" -l "$JQ_PGLOG" -w -t "$timeout" start >/dev/null ||
+			{ tail -n 30 "$JQ_PGLOG" >&2; echo "the server did not start" >&2; return 1; }
+		return 0
+	fi
+	as_pguser "$@" postgres -D "$JQ_PGDATA" >"$JQ_PGLOG" 2>&1 &
+	JQ_PGPID=$!
+	for ((i = 0; i < timeout * 4; i++)); do
+		as_pguser pg_isready -q -h "$JQ_PGHOST" -p "$JQ_PGPORT" && return 0
+		kill -0 "$JQ_PGPID" 2>/dev/null || break
+		sleep 0.25
+	done
+	tail -n 30 "$JQ_PGLOG" >&2
+	echo "the server did not start under $1 (see $JQ_PGLOG)" >&2
+	return 1
+}
+
+jq_cluster_stop() {
+	[ -n "$JQ_PGDATA" ] || return 0
+	if [ -f "$JQ_PGDATA/postmaster.pid" ]; then
+		as_pguser pg_ctl -D "$JQ_PGDATA" -m fast -t "${JQ_CLUSTER_TIMEOUT:-60}" -w stop >/dev/null 2>&1 ||
+			as_pguser pg_ctl -D "$JQ_PGDATA" -m immediate -w stop >/dev/null 2>&1 || true
+	fi
+	if [ -n "$JQ_PGPID" ]; then
+		wait "$JQ_PGPID" 2>/dev/null || true
+		JQ_PGPID=
+	fi
 }

@@ -38,7 +38,6 @@ rm -rf "$srcdir"
 # A throwaway cluster in a project-local directory
 # ---------------------------------------------------------------------------
 WORK=${JQ_DEMO_DIR:-$JQ_ROOT/demo/work}
-PGDATA_DEMO=$WORK/data
 PG_STARTED=0
 WORKER_PIDS=()
 
@@ -50,8 +49,7 @@ cleanup() {
 	done
 	wait 2>/dev/null || true
 	if ((PG_STARTED)); then
-		as_pguser pg_ctl -D "$PGDATA_DEMO" -m fast -w stop >/dev/null 2>&1 ||
-			as_pguser pg_ctl -D "$PGDATA_DEMO" -m immediate -w stop >/dev/null 2>&1 || true
+		jq_cluster_stop
 		echo
 		echo "The demo cluster is stopped; its files and log are in $WORK."
 	fi
@@ -65,50 +63,23 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# A cluster left running by an interrupted earlier run
-if [ -f "$PGDATA_DEMO/postmaster.pid" ]; then
-	as_pguser pg_ctl -D "$PGDATA_DEMO" -m immediate -w stop >/dev/null 2>&1 || true
-fi
+jq_stop_leftover "$WORK/data"
 rm -rf "$WORK"
-mkdir -p "$WORK"
-if [ "$(id -u)" -eq 0 ]; then
-	chown "$JQ_PGUSER" "$WORK"
-fi
+jq_owned_dir "$WORK"
 if ! as_pguser test -w "$WORK" -a -x "$WORK"; then
 	# e.g. a clone in /root, which the postgres account cannot enter
 	rmdir "$WORK"
 	WORK=$(mktemp -d "${TMPDIR:-/tmp}/jobqueue-demo.XXXXXX")
-	PGDATA_DEMO=$WORK/data
-	[ "$(id -u)" -eq 0 ] && chown "$JQ_PGUSER" "$WORK"
+	jq_owned_dir "$WORK"
 	echo "note: user $JQ_PGUSER cannot write to the project directory; using $WORK"
 fi
 
-# The server listens only on a Unix socket in the work directory (or in a
-# short temporary directory if that path is too long for a socket name).
-SOCK=$WORK
-if ((${#SOCK} > 80)); then
-	SOCK=$(mktemp -d /tmp/jqdemo.XXXXXX)
-	[ "$(id -u)" -eq 0 ] && chown "$JQ_PGUSER" "$SOCK"
-fi
-PORT=
-for p in $(seq 5433 5499); do
-	if [ ! -e "/tmp/.s.PGSQL.$p" ] && [ ! -e "/var/run/postgresql/.s.PGSQL.$p" ] &&
-		! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-		PORT=$p
-		break
-	fi
-done
-[ -n "$PORT" ] || fail "no free port between 5433 and 5499"
-
+PORT=$(jq_free_port 5433 5499) || fail "no free port between 5433 and 5499"
 log "starting a throwaway PostgreSQL cluster in $WORK (port $PORT)"
-as_pguser initdb -D "$PGDATA_DEMO" -U postgres --auth=trust --no-locale \
-	-E UTF8 --no-sync >"$WORK/initdb.log" 2>&1 || { cat "$WORK/initdb.log"; fail "initdb failed"; }
-cat >>"$PGDATA_DEMO/postgresql.conf" <<EOF
+jq_cluster_init "$WORK" "$PORT" -U postgres --no-locale || fail "initdb failed"
+jq_cluster_conf <<EOF
 
 # ---- jobqueue demo settings (a throwaway cluster: durability is off) ----
-listen_addresses = ''
-port = $PORT
-unix_socket_directories = '$SOCK'
 max_connections = 40
 fsync = off
 synchronous_commit = off
@@ -120,13 +91,12 @@ jobqueue.worker_enabled = ${JQ_DEMO_WORKER:-on}
 jobqueue.launcher_interval = '1s'
 jobqueue.reap_interval = '500ms'
 EOF
-as_pguser pg_ctl -D "$PGDATA_DEMO" -l "$WORK/server.log" -w -t 60 start >/dev/null ||
-	fail "the server did not start"
 PG_STARTED=1
+jq_cluster_start || fail "the server did not start"
 
 # psql as the demo's superuser; runs as the calling account (trust auth on
 # the private socket), so the workers need no runuser.
-PSQL=("$PG_BINDIR/psql" -X -q -v ON_ERROR_STOP=1 -h "$SOCK" -p "$PORT" -U postgres)
+PSQL=("$PG_BINDIR/psql" -X -q -v ON_ERROR_STOP=1 -h "$JQ_PGHOST" -p "$PORT" -U postgres)
 sql() { "${PSQL[@]}" -A -t -d "$DB" "$@"; }
 show() { "${PSQL[@]}" -P footer=off -d "$DB" "$@" | sed 's/^/    /'; }
 

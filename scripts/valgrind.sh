@@ -34,53 +34,38 @@ dir=$(jq_workdir valgrind)
 jq_build_install "$dir"
 
 port=${JQ_VALGRIND_PORT:-54329}
-data=$dir/valgrind_data
 logs=$dir/valgrind_logs
 pgxs=$(dirname "$("$PG_CONFIG" --pgxs)")/..
 pg_regress=$pgxs/test/regress/pg_regress
 pg_isolation_regress=$pgxs/test/isolation/pg_isolation_regress
 
-log "starting a cluster under valgrind in $data (port $port)"
+log "starting a cluster under valgrind in $dir/data (port $port)"
 as_pguser mkdir -p "$logs"
-as_pguser initdb -D "$data" -A trust --no-sync >/dev/null
-{
-	cat "$dir/test/regress.conf"
-	echo "port = $port"
-	echo "listen_addresses = ''"
-	echo "unix_socket_directories = '$dir'"
-	echo "huge_pages = off"
-	echo "fsync = off"
-	# valgrind makes everything 20-50 times slower
-	echo "statement_timeout = 0"
-	echo "log_min_messages = warning"
-	# JIT compilation under valgrind takes minutes and only checks LLVM
-	echo "jit = off"
-} >>"$data/postgresql.conf"
+jq_cluster_init "$dir" "$port" --no-locale
+jq_cluster_conf <"$dir/test/regress.conf"
+jq_cluster_conf <<EOF
+huge_pages = off
+fsync = off
+# valgrind makes everything 20-50 times slower
+statement_timeout = 0
+log_min_messages = warning
+# JIT compilation under valgrind takes minutes and only checks LLVM
+jit = off
+EOF
 
-as_pguser valgrind --quiet --trace-children=yes --leak-check=no \
+# valgrind is slow to start and to stop
+JQ_CLUSTER_TIMEOUT=600
+trap jq_cluster_stop EXIT
+jq_cluster_start valgrind --quiet --trace-children=yes --leak-check=no \
 	--track-origins=yes --num-callers=40 --read-inline-info=yes \
 	--suppressions="$dir/scripts/valgrind.supp" \
 	--error-markers=VALGRINDERROR-BEGIN,VALGRINDERROR-END \
-	--log-file="$logs/%p.log" \
-	postgres -D "$data" >"$dir/valgrind_server.log" 2>&1 &
-server=$!
-
-ready=
-for _ in $(seq 600); do
-	if as_pguser pg_isready -q -h "$dir" -p "$port"; then ready=1; break; fi
-	kill -0 "$server" 2>/dev/null || break
-	sleep 1
-done
-if [ -z "$ready" ]; then
-	echo "the server did not start under valgrind; see $dir/valgrind_server.log" >&2
-	tail -n 30 "$dir/valgrind_server.log" >&2
-	exit 1
-fi
+	--log-file="$logs/%p.log"
 
 regress_tests=$(cd "$dir/sql" && ls [0-9]*.sql 2>/dev/null | sed 's/\.sql$//' | tr '\n' ' ')
 pgtap_tests=$(cd "$dir/test/pgtap/sql" 2>/dev/null && ls *.sql 2>/dev/null | sed 's/\.sql$//' | tr '\n' ' ' || true)
 isolation_tests=$(cd "$dir/test/isolation/specs" 2>/dev/null && ls *.spec 2>/dev/null | sed 's/\.spec$//' | tr '\n' ' ' || true)
-common_opts=(--host="$dir" --port="$port" --bindir="$PG_BINDIR")
+common_opts=(--host="$JQ_PGHOST" --port="$port" --bindir="$PG_BINDIR")
 
 suites=0
 suite_failures=0
@@ -117,7 +102,7 @@ fi
 # worker_enabled = off: a database whose worker reaps expired leases, wakes
 # queues and purges, then is dropped (the utility hook stops its worker).
 psql_vg() {
-	as_pguser psql -X -q -v ON_ERROR_STOP=1 -h "$dir" -p "$port" "$@"
+	as_pguser psql -X -q -v ON_ERROR_STOP=1 -h "$JQ_PGHOST" -p "$port" "$@"
 }
 worker_smoke() {
 	local db=jobqueue_valgrind_worker reaped purged i
@@ -157,8 +142,7 @@ if [[ $parts == *" worker "* ]]; then
 fi
 
 log "stopping the server"
-as_pguser pg_ctl -D "$data" -m fast -t 600 -w stop >/dev/null || kill "$server" || true
-wait "$server" || true
+jq_cluster_stop
 
 # Split the logs into one report per error; keep those that mention us.
 ours=$dir/valgrind_jobqueue_errors.txt

@@ -2,17 +2,6 @@
 -- Queue administration: jq_create_queue, jq_alter_queue, jq_pause_queue,
 -- jq_resume_queue, jq_drop_queue, and the queue name rules.
 --
--- try() runs a statement and reports its SQLSTATE and message, so that the
--- error paths show their codes; it rolls back whatever the statement did.
-CREATE FUNCTION pg_temp.try(stmt text) RETURNS text
-LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END
-$$;
 
 -- a queue with the documented defaults
 SELECT jobqueue.jq_create_queue('q_admin');
@@ -59,7 +48,7 @@ SELECT jobqueue.jq_create_queue(repeat('x', 128));
 SELECT queue_name, length(queue_name) FROM jobqueue.queues
 WHERE queue_name IN ('Az09_-.:', repeat('x', 128)) ORDER BY 2;
 
-SELECT v.what, pg_temp.try(v.stmt) AS result FROM (VALUES
+SELECT v.what, test_helpers.try(v.stmt) AS result FROM (VALUES
 	('null name',      $$SELECT jobqueue.jq_create_queue(NULL)$$),
 	('empty name',     $$SELECT jobqueue.jq_create_queue('')$$),
 	('129 characters', $$SELECT jobqueue.jq_create_queue(repeat('x', 129))$$),
@@ -74,7 +63,7 @@ SELECT v.what, pg_temp.try(v.stmt) AS result FROM (VALUES
 ) v(what, stmt);
 
 -- policy values: attempts at least 1, durations positive and finite
-SELECT v.what, pg_temp.try(v.stmt) AS result FROM (VALUES
+SELECT v.what, test_helpers.try(v.stmt) AS result FROM (VALUES
 	('max_attempts 0',       $$SELECT jobqueue.jq_create_queue('q_bad', max_attempts => 0)$$),
 	('max_attempts null',    $$SELECT jobqueue.jq_create_queue('q_bad', max_attempts => NULL)$$),
 	('lease 0',              $$SELECT jobqueue.jq_create_queue('q_bad', lease_duration => '0')$$),

@@ -2,15 +2,6 @@
 -- jq_enqueue and jq_enqueue_many: defaults, idempotency keys, payload limits,
 -- order of ids, and bad input.
 --
-CREATE FUNCTION pg_temp.try(stmt text) RETURNS text
-LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END
-$$;
 
 SELECT getdatabaseencoding();
 SELECT jobqueue.jq_create_queue('q_enq', max_attempts => 4);
@@ -99,7 +90,7 @@ RESET jobqueue.max_payload_size;
 
 -- bad input: an error with its SQLSTATE, and nothing inserted
 SELECT count(*) AS jobs_before FROM jobqueue.jobs \gset
-SELECT v.what, pg_temp.try(v.stmt) AS result FROM (VALUES
+SELECT v.what, test_helpers.try(v.stmt) AS result FROM (VALUES
 	('unknown queue',       $$SELECT jobqueue.jq_enqueue('nosuchqueue', '{}')$$),
 	('null queue',          $$SELECT jobqueue.jq_enqueue(NULL, '{}')$$),
 	('null payload',        $$SELECT jobqueue.jq_enqueue('q_enq', NULL)$$),
@@ -155,7 +146,7 @@ SELECT count(*) FROM jobqueue.jq_enqueue_many('q_enq2', '{}'::jsonb[]);
 SELECT count(*) FROM jobqueue.jq_enqueue_many('q_enq2', '[5:6]={"{\"x\": 5}","{\"x\": 6}"}'::jsonb[]);
 
 SELECT count(*) AS jobs_before FROM jobqueue.jobs \gset
-SELECT v.what, pg_temp.try(v.stmt) AS result FROM (VALUES
+SELECT v.what, test_helpers.try(v.stmt) AS result FROM (VALUES
 	('unknown queue',       $$SELECT jobqueue.jq_enqueue_many('nosuchqueue', ARRAY['{}']::jsonb[])$$),
 	('unknown queue, empty array', $$SELECT jobqueue.jq_enqueue_many('nosuchqueue', '{}'::jsonb[])$$),
 	('null queue',          $$SELECT jobqueue.jq_enqueue_many(NULL, ARRAY['{}']::jsonb[])$$),

@@ -1,15 +1,6 @@
 --
 -- jq_claim: claim order, batch size, leases, paused queues, bad input.
 --
-CREATE FUNCTION pg_temp.try(stmt text) RETURNS text
-LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END
-$$;
 
 SELECT jobqueue.jq_create_queue('q_claim', lease_duration => '2 minutes',
 	max_runtime => '90 seconds');
@@ -118,7 +109,7 @@ WHERE queue_name = 'q_claim' AND status = 'pending';
 
 -- bad input: an error with its SQLSTATE, and nothing claimed
 SELECT count(*) AS running_before FROM jobqueue.jobs WHERE status = 'running' \gset
-SELECT v.what, pg_temp.try(v.stmt) AS result FROM (VALUES
+SELECT v.what, test_helpers.try(v.stmt) AS result FROM (VALUES
 	('unknown queue',   $$SELECT jobqueue.jq_claim('nosuchqueue', 1, 'w')$$),
 	('null queue',      $$SELECT jobqueue.jq_claim(NULL, 1, 'w')$$),
 	('bad queue name',  $$SELECT jobqueue.jq_claim('q claim', 1, 'w')$$),

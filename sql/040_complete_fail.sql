@@ -3,15 +3,6 @@
 -- jq_complete_many); running -> pending with backoff or -> dead (jq_fail);
 -- error messages and history.
 --
-CREATE FUNCTION pg_temp.try(stmt text) RETURNS text
-LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END
-$$;
 
 SELECT jobqueue.jq_create_queue('q_sm', max_attempts => 5, lease_duration => '1 hour',
 	backoff_base => '10 seconds', backoff_max => '1 minute');
@@ -38,7 +29,7 @@ SELECT jobqueue.jq_complete(-1, 1);
 SELECT status FROM jobqueue.jobs WHERE id = :jpending;
 SELECT jobqueue.jq_cancel(:jpending);
 
-SELECT v.what, pg_temp.try(v.stmt) AS result FROM (VALUES
+SELECT v.what, test_helpers.try(v.stmt) AS result FROM (VALUES
 	('complete: null id',    $$SELECT jobqueue.jq_complete(NULL, 1)$$),
 	('complete: null token', $$SELECT jobqueue.jq_complete(1, NULL)$$)
 ) v(what, stmt);
@@ -85,7 +76,7 @@ SELECT count(*) FROM jobqueue.jq_complete_many('{}', '{}');
 SELECT jobqueue.jq_enqueue('q_sm', '{"l": "cm-err"}') AS jcm \gset
 CREATE TEMP TABLE cur AS SELECT id, token FROM jobqueue.jq_claim('q_sm', 1, 'w1');
 SELECT token AS tcm FROM cur \gset
-SELECT v.what, pg_temp.try(v.stmt) AS result FROM (VALUES
+SELECT v.what, test_helpers.try(v.stmt) AS result FROM (VALUES
 	('more ids than tokens',  $$SELECT jobqueue.jq_complete_many(ARRAY[(SELECT id FROM cur), 1], ARRAY[(SELECT token FROM cur)])$$),
 	('more tokens than ids',  $$SELECT jobqueue.jq_complete_many(ARRAY[(SELECT id FROM cur)], ARRAY[(SELECT token FROM cur), 1])$$),
 	('ids empty',             $$SELECT jobqueue.jq_complete_many('{}', ARRAY[(SELECT token FROM cur)])$$),
@@ -192,7 +183,7 @@ SELECT jobqueue.jq_enqueue('q_sm', '{"l": "fail-args"}') AS jid \gset
 TRUNCATE cur;
 INSERT INTO cur SELECT id, token FROM jobqueue.jq_claim('q_sm', 1, 'w1');
 SELECT token AS tok FROM cur \gset
-SELECT v.what, pg_temp.try(v.stmt) AS result FROM (VALUES
+SELECT v.what, test_helpers.try(v.stmt) AS result FROM (VALUES
 	('null id',            $$SELECT jobqueue.jq_fail(NULL, (SELECT token FROM cur), 'E')$$),
 	('null token',         $$SELECT jobqueue.jq_fail((SELECT id FROM cur), NULL, 'E')$$),
 	('null code',          $$SELECT jobqueue.jq_fail((SELECT id FROM cur), (SELECT token FROM cur), NULL)$$),

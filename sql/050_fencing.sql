@@ -2,18 +2,6 @@
 -- Fencing: a stale token or an expired lease is refused by every write and
 -- changes nothing.  jq_heartbeat and jq_release.
 --
-CREATE FUNCTION pg_temp.try(stmt text) RETURNS text
-LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END
-$$;
--- a job's row as text, to show that a refused call changed nothing
-CREATE FUNCTION pg_temp.job_row(job bigint) RETURNS text
-LANGUAGE sql AS $$ SELECT row_to_json(j)::text FROM jobqueue.jobs j WHERE j.id = job $$;
 
 SELECT jobqueue.jq_create_queue('q_fence', lease_duration => '10 minutes',
 	max_runtime => '1 hour', max_attempts => 5);
@@ -29,7 +17,7 @@ SELECT jobqueue.jq_reap() >= 1 AS reaped;
 UPDATE jobqueue.jobs SET available_at = now() WHERE id = :jid;
 SELECT token AS tok_b, attempt FROM jobqueue.jq_claim('q_fence', 1, 'worker-b') \gset
 SELECT :tok_b > :tok_a AS new_token, :attempt AS attempt;
-SELECT pg_temp.job_row(:jid) AS before \gset
+SELECT test_helpers.job_row(:jid) AS before \gset
 SELECT jobqueue.jq_complete(:jid, :tok_a) AS complete_a;
 SELECT count(*) AS complete_many_a
 FROM jobqueue.jq_complete_many(ARRAY[:jid]::bigint[], ARRAY[:tok_a]::bigint[]);
@@ -40,19 +28,19 @@ SELECT jobqueue.jq_heartbeat(:jid, :tok_a, '1 hour') AS heartbeat_a;
 SELECT jobqueue.jq_release(:jid, :tok_a) AS release_a;
 -- a token from the future is no better
 SELECT jobqueue.jq_complete(:jid, :tok_b + 1) AS complete_future;
-SELECT pg_temp.job_row(:jid) = :'before' AS unchanged;
+SELECT test_helpers.job_row(:jid) = :'before' AS unchanged;
 SELECT status, lease_owner, lease_token = :tok_b AS token_b FROM jobqueue.jobs WHERE id = :jid;
 -- B, the current holder, is accepted
 SELECT jobqueue.jq_heartbeat(:jid, :tok_b) > clock_timestamp() AS heartbeat_b;
 SELECT jobqueue.jq_complete(:jid, :tok_b) AS complete_b;
 SELECT status, lease_owner FROM jobqueue.jobs WHERE id = :jid;
 -- and once the job is done, B's token is refused too
-SELECT pg_temp.job_row(:jid) AS before \gset
+SELECT test_helpers.job_row(:jid) AS before \gset
 SELECT jobqueue.jq_complete(:jid, :tok_b) AS complete_b_again,
        jobqueue.jq_fail(:jid, :tok_b, 'E') AS fail_b,
        jobqueue.jq_heartbeat(:jid, :tok_b) AS heartbeat_b,
        jobqueue.jq_release(:jid, :tok_b) AS release_b;
-SELECT pg_temp.job_row(:jid) = :'before' AS unchanged;
+SELECT test_helpers.job_row(:jid) = :'before' AS unchanged;
 
 --
 -- an expired lease is refused even with the right token, before any reaper
@@ -61,7 +49,7 @@ SELECT pg_temp.job_row(:jid) = :'before' AS unchanged;
 SELECT jobqueue.jq_enqueue('q_fence', '{"l": "expired"}') AS jid \gset
 SELECT token AS tok FROM jobqueue.jq_claim('q_fence', 1, 'worker-c', '10 milliseconds') \gset
 SELECT pg_sleep(0.05);
-SELECT pg_temp.job_row(:jid) AS before \gset
+SELECT test_helpers.job_row(:jid) AS before \gset
 SELECT status, lease_expires_at < clock_timestamp() AS expired FROM jobqueue.jobs WHERE id = :jid;
 SELECT jobqueue.jq_complete(:jid, :tok) AS complete;
 SELECT count(*) AS complete_many
@@ -69,7 +57,7 @@ FROM jobqueue.jq_complete_many(ARRAY[:jid]::bigint[], ARRAY[:tok]::bigint[]);
 SELECT jobqueue.jq_fail(:jid, :tok, 'E') AS fail;
 SELECT jobqueue.jq_heartbeat(:jid, :tok) AS heartbeat;
 SELECT jobqueue.jq_release(:jid, :tok) AS release;
-SELECT pg_temp.job_row(:jid) = :'before' AS unchanged;
+SELECT test_helpers.job_row(:jid) = :'before' AS unchanged;
 -- the same with an expiry set in the past by hand
 SELECT jobqueue.jq_enqueue('q_fence', '{"l": "expired-2"}') AS jid \gset
 SELECT token AS tok FROM jobqueue.jq_claim('q_fence', 1, 'worker-c') \gset
@@ -112,10 +100,10 @@ FROM jobqueue.jobs WHERE id = :jid;
 -- left as it was (to expire)
 SELECT jobqueue.jq_alter_queue('q_fence', max_runtime => '10 milliseconds');
 SELECT pg_sleep(0.05);
-SELECT pg_temp.job_row(:jid) AS before \gset
+SELECT test_helpers.job_row(:jid) AS before \gset
 SELECT jobqueue.jq_heartbeat(:jid, :tok) AS heartbeat;
 SELECT jobqueue.jq_heartbeat(:jid, :tok, '1 second') AS heartbeat;
-SELECT pg_temp.job_row(:jid) = :'before' AS unchanged;
+SELECT test_helpers.job_row(:jid) = :'before' AS unchanged;
 -- the lease itself is still valid: the work may still complete
 SELECT jobqueue.jq_complete(:jid, :tok) AS complete;
 SELECT jobqueue.jq_alter_queue('q_fence', max_runtime => '1 hour');
@@ -124,7 +112,7 @@ SELECT jobqueue.jq_enqueue('q_fence', '{"l": "hb-pending"}') AS jid \gset
 SELECT jobqueue.jq_heartbeat(:jid, 0) AS heartbeat_pending;
 SELECT jobqueue.jq_heartbeat(-1, 1) AS heartbeat_no_job;
 
-SELECT v.what, pg_temp.try(v.stmt) AS result FROM (VALUES
+SELECT v.what, test_helpers.try(v.stmt) AS result FROM (VALUES
 	('heartbeat: null id',       $$SELECT jobqueue.jq_heartbeat(NULL, 1)$$),
 	('heartbeat: null token',    $$SELECT jobqueue.jq_heartbeat(1, NULL)$$),
 	('heartbeat: extend 0',      $$SELECT jobqueue.jq_heartbeat(1, 1, '0')$$),

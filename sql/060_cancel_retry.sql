@@ -1,17 +1,6 @@
 --
 -- jq_cancel, and replay of dead or cancelled jobs: jq_retry, jq_retry_dead.
 --
-CREATE FUNCTION pg_temp.try(stmt text) RETURNS text
-LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END
-$$;
-CREATE FUNCTION pg_temp.job_row(job bigint) RETURNS text
-LANGUAGE sql AS $$ SELECT row_to_json(j)::text FROM jobqueue.jobs j WHERE j.id = job $$;
 
 SELECT jobqueue.jq_create_queue('q_cr', max_attempts => 2);
 SELECT jobqueue.jq_create_queue('q_cr_other', max_attempts => 1);
@@ -30,14 +19,14 @@ SELECT count(*) AS claimed FROM jobqueue.jq_claim('q_cr', 10, 'w');
 SELECT jobqueue.jq_enqueue('q_cr', '{"l": "c-running"}') AS jid \gset
 SELECT token AS tok FROM jobqueue.jq_claim('q_cr', 1, 'w') \gset
 SELECT jobqueue.jq_cancel(:jid) AS cancelled;
-SELECT pg_temp.job_row(:jid) AS before \gset
+SELECT test_helpers.job_row(:jid) AS before \gset
 SELECT jobqueue.jq_complete(:jid, :tok) AS complete,
        jobqueue.jq_heartbeat(:jid, :tok) AS heartbeat,
        jobqueue.jq_fail(:jid, :tok, 'E') AS fail,
        jobqueue.jq_release(:jid, :tok) AS release;
 SELECT count(*) AS complete_many
 FROM jobqueue.jq_complete_many(ARRAY[:jid]::bigint[], ARRAY[:tok]::bigint[]);
-SELECT pg_temp.job_row(:jid) = :'before' AS unchanged;
+SELECT test_helpers.job_row(:jid) = :'before' AS unchanged;
 SELECT status, attempt_count, lease_expires_at FROM jobqueue.jobs WHERE id = :jid;
 -- the reaper leaves a cancelled job alone
 SELECT jobqueue.jq_reap() AS reaped;
@@ -91,7 +80,7 @@ SELECT status, available_at = now() + interval '2 hours' AS at_run_at, finished_
        (errors->-1) - 'at' - 'by' AS replay_entry
 FROM jobqueue.jobs WHERE id = :jc;
 COMMIT;
-SELECT v.what, pg_temp.try(v.stmt) AS result FROM (VALUES
+SELECT v.what, test_helpers.try(v.stmt) AS result FROM (VALUES
 	('retry: null id',         $$SELECT jobqueue.jq_retry(NULL)$$),
 	('retry: run_at infinity', $$SELECT jobqueue.jq_retry(1, 'infinity')$$)
 ) v(what, stmt);
@@ -157,7 +146,7 @@ FROM jobqueue.jobs WHERE id = :jh;
 RESET jobqueue.error_history;
 SELECT jobqueue.jq_drop_queue('q_cr_hist', force => true);
 
-SELECT v.what, pg_temp.try(v.stmt) AS result FROM (VALUES
+SELECT v.what, test_helpers.try(v.stmt) AS result FROM (VALUES
 	('unknown queue',   $$SELECT jobqueue.jq_retry_dead('nosuchqueue')$$),
 	('null queue',      $$SELECT jobqueue.jq_retry_dead(NULL)$$),
 	('bad queue name',  $$SELECT jobqueue.jq_retry_dead('q/cr')$$),

@@ -2,15 +2,6 @@
 -- jq_reap (expired leases back to pending, or dead) and jq_purge (finished
 -- jobs past their retention).
 --
-CREATE FUNCTION pg_temp.try(stmt text) RETURNS text
-LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END
-$$;
 
 SELECT jobqueue.jq_create_queue('q_reap', max_attempts => 2,
 	backoff_base => '20 seconds', backoff_max => '1 hour');
@@ -62,7 +53,7 @@ SELECT jobqueue.jq_reap(1) AS reaped;
 SELECT payload->>'l' AS label, status FROM jobqueue.jobs
 WHERE queue_name = 'q_reap' AND payload->>'l' LIKE 'b%' ORDER BY 1;
 SELECT jobqueue.jq_reap(10) AS reaped;
-SELECT v.what, pg_temp.try(v.stmt) AS result FROM (VALUES
+SELECT v.what, test_helpers.try(v.stmt) AS result FROM (VALUES
 	('reap: max_jobs 0',    $$SELECT jobqueue.jq_reap(0)$$),
 	('reap: max_jobs null', $$SELECT jobqueue.jq_reap(NULL)$$)
 ) v(what, stmt);
@@ -138,7 +129,7 @@ SELECT jobqueue.jq_purge('q_purge_other') AS purged;
 SELECT payload->>'l' AS label, status FROM jobqueue.jobs
 WHERE queue_name LIKE 'q_purge%' ORDER BY 1;
 
-SELECT v.what, pg_temp.try(v.stmt) AS result FROM (VALUES
+SELECT v.what, test_helpers.try(v.stmt) AS result FROM (VALUES
 	('unknown queue',       $$SELECT jobqueue.jq_purge('nosuchqueue')$$),
 	('null queue',          $$SELECT jobqueue.jq_purge(NULL)$$),
 	('negative older_than', $$SELECT jobqueue.jq_purge('q_purge', '-1 day')$$),

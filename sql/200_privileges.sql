@@ -3,18 +3,6 @@
 -- (jq_grant_producer/worker/admin and their revokes), and immunity of our
 -- functions to hostile objects on the caller's search_path.
 --
--- try() runs a statement and reports its SQLSTATE and message (or 'ok');
--- it rolls back whatever the statement did.
-CREATE FUNCTION pg_temp.try(stmt text) RETURNS text
-LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END
-$$;
-GRANT EXECUTE ON FUNCTION pg_temp.try(text) TO PUBLIC;
 
 CREATE ROLE regress_jq_nobody;
 CREATE ROLE regress_jq_producer;
@@ -49,21 +37,21 @@ SELECT has_sequence_privilege('regress_jq_nobody', 'jobqueue.jobs_id_seq', 'USAG
        has_schema_privilege('regress_jq_nobody', 'jobqueue', 'USAGE') AS schema_usage;
 
 SET ROLE regress_jq_nobody;
-SELECT pg_temp.try($$SELECT jobqueue.jq_enqueue('q_priv', '{}')$$);
-SELECT pg_temp.try($$SELECT * FROM jobqueue.jq_claim('q_priv', 1, 'w')$$);
-SELECT pg_temp.try($$SELECT jobqueue.jq_complete(1, 1)$$);
-SELECT pg_temp.try($$SELECT jobqueue.jq_create_queue('q_nobody')$$);
-SELECT pg_temp.try($$SELECT jobqueue.jq_reap()$$);
-SELECT pg_temp.try($$SELECT * FROM jobqueue.jobs$$);
-SELECT pg_temp.try($$SELECT * FROM jobqueue.queues$$);
-SELECT pg_temp.try($$SELECT * FROM jobqueue.queue_stats$$);
-SELECT pg_temp.try($$SELECT * FROM jobqueue.jq_counters()$$);
-SELECT pg_temp.try($$SELECT jobqueue.jq_grant_producer('regress_jq_nobody')$$);
+SELECT test_helpers.try($$SELECT jobqueue.jq_enqueue('q_priv', '{}')$$);
+SELECT test_helpers.try($$SELECT * FROM jobqueue.jq_claim('q_priv', 1, 'w')$$);
+SELECT test_helpers.try($$SELECT jobqueue.jq_complete(1, 1)$$);
+SELECT test_helpers.try($$SELECT jobqueue.jq_create_queue('q_nobody')$$);
+SELECT test_helpers.try($$SELECT jobqueue.jq_reap()$$);
+SELECT test_helpers.try($$SELECT * FROM jobqueue.jobs$$);
+SELECT test_helpers.try($$SELECT * FROM jobqueue.queues$$);
+SELECT test_helpers.try($$SELECT * FROM jobqueue.queue_stats$$);
+SELECT test_helpers.try($$SELECT * FROM jobqueue.jq_counters()$$);
+SELECT test_helpers.try($$SELECT jobqueue.jq_grant_producer('regress_jq_nobody')$$);
 RESET ROLE;
 
 -- The helpers check the role.
-SELECT pg_temp.try($$SELECT jobqueue.jq_grant_producer('regress_jq_no_such_role')$$);
-SELECT pg_temp.try($$SELECT jobqueue.jq_grant_worker(NULL)$$);
+SELECT test_helpers.try($$SELECT jobqueue.jq_grant_producer('regress_jq_no_such_role')$$);
+SELECT test_helpers.try($$SELECT jobqueue.jq_grant_worker(NULL)$$);
 
 SELECT jobqueue.jq_grant_producer('regress_jq_producer');
 SELECT jobqueue.jq_grant_worker('regress_jq_worker');
@@ -82,12 +70,12 @@ GROUP BY r.rolname ORDER BY r.rolname;
 SET ROLE regress_jq_producer;
 SELECT jobqueue.jq_enqueue('q_priv', '{"from": "producer"}') IS NOT NULL AS enqueued;
 SELECT count(*) FROM jobqueue.jq_enqueue_many('q_priv', ARRAY['{"n": 1}', '{"n": 2}']::jsonb[]);
-SELECT pg_temp.try($$SELECT * FROM jobqueue.jq_claim('q_priv', 1, 'producer')$$);
-SELECT pg_temp.try($$SELECT payload FROM jobqueue.jobs$$);
-SELECT pg_temp.try($$SELECT * FROM jobqueue.queue_stats$$);
-SELECT pg_temp.try($$SELECT jobqueue.jq_cancel(1)$$);
-SELECT pg_temp.try($$SELECT jobqueue.jq_create_queue('q_producer')$$);
-SELECT pg_temp.try($$INSERT INTO jobqueue.jobs (queue_name, payload, max_attempts) VALUES ('q_priv', '{}', 1)$$);
+SELECT test_helpers.try($$SELECT * FROM jobqueue.jq_claim('q_priv', 1, 'producer')$$);
+SELECT test_helpers.try($$SELECT payload FROM jobqueue.jobs$$);
+SELECT test_helpers.try($$SELECT * FROM jobqueue.queue_stats$$);
+SELECT test_helpers.try($$SELECT jobqueue.jq_cancel(1)$$);
+SELECT test_helpers.try($$SELECT jobqueue.jq_create_queue('q_producer')$$);
+SELECT test_helpers.try($$INSERT INTO jobqueue.jobs (queue_name, payload, max_attempts) VALUES ('q_priv', '{}', 1)$$);
 RESET ROLE;
 
 -- A worker claims and completes, and cannot create or drop queues, enqueue
@@ -98,13 +86,13 @@ SELECT count(*) AS claimed FROM claimed;
 SELECT jobqueue.jq_complete(id, token) FROM claimed ORDER BY id LIMIT 1;
 SELECT jobqueue.jq_heartbeat(id, token) IS NOT NULL AS extended FROM claimed ORDER BY id DESC LIMIT 1;
 SELECT jobqueue.jq_fail(id, token, 'E_TEST') FROM claimed ORDER BY id DESC LIMIT 1;
-SELECT pg_temp.try($$SELECT jobqueue.jq_create_queue('q_worker')$$);
-SELECT pg_temp.try($$SELECT jobqueue.jq_drop_queue('q_priv', true)$$);
-SELECT pg_temp.try($$SELECT jobqueue.jq_pause_queue('q_priv')$$);
-SELECT pg_temp.try($$SELECT jobqueue.jq_enqueue('q_priv', '{}')$$);
-SELECT pg_temp.try($$SELECT jobqueue.jq_purge('q_priv')$$);
-SELECT pg_temp.try($$SELECT count(*) FROM jobqueue.jobs$$);
-SELECT pg_temp.try($$UPDATE jobqueue.jobs SET status = 'succeeded'$$);
+SELECT test_helpers.try($$SELECT jobqueue.jq_create_queue('q_worker')$$);
+SELECT test_helpers.try($$SELECT jobqueue.jq_drop_queue('q_priv', true)$$);
+SELECT test_helpers.try($$SELECT jobqueue.jq_pause_queue('q_priv')$$);
+SELECT test_helpers.try($$SELECT jobqueue.jq_enqueue('q_priv', '{}')$$);
+SELECT test_helpers.try($$SELECT jobqueue.jq_purge('q_priv')$$);
+SELECT test_helpers.try($$SELECT count(*) FROM jobqueue.jobs$$);
+SELECT test_helpers.try($$UPDATE jobqueue.jobs SET status = 'succeeded'$$);
 RESET ROLE;
 
 -- An admin manages queues and reads statistics, but does not handle jobs,
@@ -116,26 +104,26 @@ SELECT queue_name, paused, pending FROM jobqueue.queue_stats WHERE queue_name = 
 SELECT jobqueue.jq_drop_queue('q_admin_made');
 SELECT count(*) >= 0 AS counters_readable FROM jobqueue.jq_counters();
 SELECT jobqueue.jq_reap() >= 0 AS reaped;
-SELECT pg_temp.try($$SELECT * FROM jobqueue.jq_claim('q_priv', 1, 'admin')$$);
-SELECT pg_temp.try($$SELECT payload FROM jobqueue.jobs$$);
-SELECT pg_temp.try($$SELECT jobqueue.jq_grant_admin('regress_jq_nobody')$$);
-SELECT pg_temp.try($$SELECT * FROM jobqueue.jq_counters(all_databases => true)$$);
+SELECT test_helpers.try($$SELECT * FROM jobqueue.jq_claim('q_priv', 1, 'admin')$$);
+SELECT test_helpers.try($$SELECT payload FROM jobqueue.jobs$$);
+SELECT test_helpers.try($$SELECT jobqueue.jq_grant_admin('regress_jq_nobody')$$);
+SELECT test_helpers.try($$SELECT * FROM jobqueue.jq_counters(all_databases => true)$$);
 RESET ROLE;
 
 -- A monitor (a metrics exporter) reads statistics and counters, nothing else.
 SET ROLE regress_jq_monitor;
 SELECT count(*) > 0 AS stats_readable FROM jobqueue.queue_stats;
 SELECT count(*) >= 0 AS counters_readable FROM jobqueue.jq_counters();
-SELECT pg_temp.try($$SELECT jobqueue.jq_counters_reset()$$);
-SELECT pg_temp.try($$SELECT jobqueue.jq_pause_queue('q_priv')$$);
-SELECT pg_temp.try($$SELECT payload FROM jobqueue.jobs$$);
+SELECT test_helpers.try($$SELECT jobqueue.jq_counters_reset()$$);
+SELECT test_helpers.try($$SELECT jobqueue.jq_pause_queue('q_priv')$$);
+SELECT test_helpers.try($$SELECT payload FROM jobqueue.jobs$$);
 RESET ROLE;
 
 -- Revoking takes the rights back, and the schema with the last of them.
 SELECT jobqueue.jq_revoke_producer('regress_jq_producer');
 SELECT has_schema_privilege('regress_jq_producer', 'jobqueue', 'USAGE') AS producer_usage;
 SET ROLE regress_jq_producer;
-SELECT pg_temp.try($$SELECT jobqueue.jq_enqueue('q_priv', '{}')$$);
+SELECT test_helpers.try($$SELECT jobqueue.jq_enqueue('q_priv', '{}')$$);
 RESET ROLE;
 -- a role that is worker and producer keeps the schema when one goes
 SELECT jobqueue.jq_grant_producer('regress_jq_worker');

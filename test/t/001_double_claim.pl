@@ -19,30 +19,19 @@ use warnings;
 
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use JobqueueTest;
 use Test::More;
 
 my $jobs = 10_000;
 my $clients = 8;
 my $per_client = $jobs / $clients;
 
-my $node = PostgreSQL::Test::Cluster->new('double_claim');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'jobqueue'");
-$node->start;
-
-# Nobody may touch the jobs but the clients under test: switch the
-# background worker off where the library has one.
-my $has_worker_guc = $node->safe_psql('postgres',
-	"SELECT count(*) FROM pg_catalog.pg_settings WHERE name = 'jobqueue.worker_enabled'");
-if ($has_worker_guc)
-{
-	$node->append_conf('postgresql.conf', 'jobqueue.worker_enabled = off');
-	$node->restart;
-}
+# Nobody may touch the jobs but the clients under test: the background
+# worker is off.
+my $node = jq_node('double_claim', worker => 'off');
 
 $node->safe_psql(
 	'postgres', qq{
-	CREATE EXTENSION jobqueue;
 	SELECT jobqueue.jq_create_queue('double_claim');
 	SELECT count(*) FROM jobqueue.jq_enqueue_many('double_claim',
 		ARRAY(SELECT pg_catalog.jsonb_build_object('n', g)

@@ -9,26 +9,17 @@ use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use JobqueueTest;
 use Test::More;
 use Time::HiRes qw(time);
 
-my $node = PostgreSQL::Test::Cluster->new('lease_expiry');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'jobqueue'
-jobqueue.reap_interval = '500ms'
-jobqueue.launcher_interval = '1s'
-});
-$node->start;
+my $node = jq_node('lease_expiry', worker => 'quick');
 $node->safe_psql('postgres', q{
-CREATE EXTENSION jobqueue;
 SELECT jobqueue.jq_create_queue('q', lease_duration => '2 seconds',
                                 backoff_base => '10 milliseconds',
                                 backoff_max => '10 milliseconds');
 });
-$node->poll_query_until('postgres',
-	'SELECT attached FROM jobqueue.jq_worker_status()')
-  or die 'the worker did not attach';
+wait_for_worker($node);
 
 # a client that claims and then loses its connection
 sub claim_and_die
@@ -68,8 +59,9 @@ FROM jobqueue.jobs WHERE id = $id}),
 	'1|LEASE_EXPIRED|1|LEASE_EXPIRED|doomed',
 	'attempt 1, LEASE_EXPIRED in the history');
 
-$node->poll_query_until('postgres',
-	"SELECT available_at <= now() FROM jobqueue.jobs WHERE id = $id");
+wait_for($node, 'postgres',
+	"SELECT available_at <= now() FROM jobqueue.jobs WHERE id = $id",
+	'the job to be ready again');
 is( $node->safe_psql(
 		'postgres', q{
 SELECT jobqueue.jq_complete(c.id, c.token)
@@ -84,9 +76,9 @@ $id = $node->safe_psql('postgres',
 	q{SELECT jobqueue.jq_enqueue('q', '{"n": 2}', max_attempts => 2)});
 ($got) = claim_and_die($id);
 is($got, "$id:1", 'first attempt claimed');
-$node->poll_query_until('postgres',
-	"SELECT status = 'pending' AND available_at <= now() FROM jobqueue.jobs WHERE id = $id")
-  or die 'first expiry not reaped';
+wait_for($node, 'postgres',
+	"SELECT status = 'pending' AND available_at <= now() FROM jobqueue.jobs WHERE id = $id",
+	'the first expiry to be reaped');
 ($got) = claim_and_die($id);
 is($got, "$id:2", 'second attempt claimed');
 ok( $node->poll_query_until(
@@ -104,9 +96,9 @@ FROM jobqueue.jobs WHERE id = $id}),
 
 # the worker's purge leaves dead jobs alone
 $node->safe_psql('postgres', q{SELECT jobqueue.jq_alter_queue('q', retention => '1 millisecond')});
-$node->poll_query_until('postgres',
-	"SELECT count(*) = 0 FROM jobqueue.jobs WHERE status = 'succeeded'")
-  or die 'succeeded job not purged';
+wait_for($node, 'postgres',
+	"SELECT count(*) = 0 FROM jobqueue.jobs WHERE status = 'succeeded'",
+	'the succeeded job to be purged');
 is($node->safe_psql('postgres', "SELECT status FROM jobqueue.jobs WHERE id = $id"),
 	'dead', 'the dead job is not deleted, the succeeded one was purged');
 cmp_ok($node->safe_psql('postgres', 'SELECT reaped FROM jobqueue.jq_worker_status()'),

@@ -9,18 +9,11 @@ use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use JobqueueTest;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('crash_restart');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'jobqueue'
-jobqueue.reap_interval = '500ms'
-jobqueue.launcher_interval = '1s'
-});
-$node->start;
+my $node = jq_node('crash_restart', worker => 'quick');
 $node->safe_psql('postgres', q{
-CREATE EXTENSION jobqueue;
 SELECT jobqueue.jq_create_queue('q', lease_duration => '4 seconds',
                                 backoff_base => '1 hour');
 SELECT count(*) FROM jobqueue.jq_enqueue_many('q',
@@ -28,9 +21,7 @@ SELECT count(*) FROM jobqueue.jq_enqueue_many('q',
 CREATE TABLE expected_ids AS SELECT id FROM jobqueue.jobs;
 CREATE TABLE claimed_ids AS SELECT id FROM jobqueue.jq_claim('q', 100, 'crasher');
 });
-$node->poll_query_until('postgres',
-	'SELECT attached FROM jobqueue.jq_worker_status()')
-  or die 'the worker did not attach';
+wait_for_worker($node);
 is($node->safe_psql('postgres', q{SELECT count(*) FROM claimed_ids}),
 	'100', '100 of 10,000 jobs claimed');
 
@@ -56,9 +47,7 @@ WHERE NOT ((j.status = 'pending' AND j.lease_expires_at IS NULL AND j.attempt_co
 	'0',
 	'every job is in a valid state');
 
-ok( $node->poll_query_until(
-		'postgres', 'SELECT attached FROM jobqueue.jq_worker_status()'),
-	'the worker is back after the restart');
+ok(worker_attached($node), 'the worker is back after the restart');
 ok( $node->poll_query_until(
 		'postgres', q{SELECT count(*) = 0 FROM jobqueue.jobs WHERE status = 'running'}),
 	'the claimed jobs were reaped once their leases expired');

@@ -9,25 +9,12 @@ use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use JobqueueTest;
 use Test::More;
 use Time::HiRes qw(time);
 
-my $node = PostgreSQL::Test::Cluster->new('databases');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'jobqueue'
-jobqueue.reap_interval = '500ms'
-jobqueue.launcher_interval = '3s'
-});
-$node->start;
-
-# a worker attached to database $db?
-sub attached
-{
-	my ($db) = @_;
-	return $node->poll_query_until($db,
-		'SELECT attached FROM jobqueue.jq_worker_status()');
-}
+my $node = jq_node('databases', worker => 'quick', extension => 0,
+	settings => { 'jobqueue.launcher_interval' => '3s' });
 
 # 5. a database created after start-up, the extension created later
 $node->safe_psql('postgres', 'CREATE DATABASE db2');
@@ -52,7 +39,7 @@ is( $node->safe_psql(
 
 # rename with the worker attached: it steps aside and comes back
 $node->safe_psql('postgres', 'ALTER DATABASE db2 RENAME TO db2r');
-ok(attached('db2r'), 'the renamed database has a worker again');
+ok(worker_attached($node, 'db2r'), 'the renamed database has a worker again');
 
 # DROP EXTENSION: the worker leaves quietly
 my $log_offset = -s $node->logfile;
@@ -63,14 +50,12 @@ SELECT count(*) = 0 FROM pg_stat_activity
 WHERE datname = 'db2r' AND backend_type = 'jobqueue worker'}),
 	'the worker left the database without the extension');
 # let the launcher try the database again at least once
-my $after = $node->safe_psql('postgres', 'SELECT now()');
-$node->poll_query_until('postgres',
-	"SELECT now() > '$after'::timestamptz + interval '4 seconds'");
+let_server_time_pass($node, 4);
 
 # DROP DATABASE of a database with an attached worker
 $node->safe_psql('postgres', 'CREATE DATABASE db3');
 $node->safe_psql('db3', 'CREATE EXTENSION jobqueue');
-ok(attached('db3'), 'db3 has a worker');
+ok(worker_attached($node, 'db3'), 'db3 has a worker');
 my ($ret, $stdout, $stderr) = $node->psql('postgres', 'DROP DATABASE db3');
 is($ret, 0, 'DROP DATABASE succeeds while the worker is attached');
 is($stderr, '', 'without a complaint');
@@ -80,13 +65,13 @@ is($ret, 0, 'DROP DATABASE of the database that dropped the extension succeeds')
 
 # CREATE DATABASE ... TEMPLATE a database with a worker
 $node->safe_psql('postgres', 'CREATE EXTENSION jobqueue');
-ok(attached('postgres'), 'postgres has a worker');
+ok(worker_attached($node, 'postgres'), 'postgres has a worker');
 # from another database: the copying session itself would not count
 ($ret, $stdout, $stderr) = $node->psql('template1',
 	'CREATE DATABASE copy TEMPLATE postgres');
 is($ret, 0, 'CREATE DATABASE ... TEMPLATE of a database with a worker succeeds');
-ok(attached('postgres'), 'the template\'s worker came back');
-ok(attached('copy'), 'and the copy got one');
+ok(worker_attached($node, 'postgres'), 'the template\'s worker came back');
+ok(worker_attached($node, 'copy'), 'and the copy got one');
 
 my $log = slurp_file($node->logfile, $log_offset);
 my @errors = grep { /(ERROR|FATAL|PANIC|WARNING):/ } split /\n/, $log;
@@ -107,9 +92,7 @@ SELECT wait_event = 'Extension' AND now() - state_change > interval '1 second'
 FROM pg_stat_activity WHERE pid = (SELECT pid FROM jobqueue.jq_worker_status())}),
 	'the worker sleeps');
 $node->safe_psql('postgres', q{SELECT count(*) FROM jobqueue.jq_claim('r', 1, 'w', '1 second')});
-$after = $node->safe_psql('postgres', 'SELECT now()');
-$node->poll_query_until('postgres',
-	"SELECT now() > '$after'::timestamptz + interval '3 seconds'");
+let_server_time_pass($node, 3);
 is($node->safe_psql('postgres', q{SELECT status FROM jobqueue.jobs WHERE queue_name = 'r'}),
 	'running', 'with a 1 h reap interval the expired lease is not reaped yet');
 

@@ -9,26 +9,17 @@ use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use JobqueueTest;
 use Test::More;
 use Time::HiRes qw(time usleep);
 
-my $node = PostgreSQL::Test::Cluster->new('notify');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'jobqueue'
-jobqueue.reap_interval = '500ms'
-jobqueue.launcher_interval = '1s'
-});
-$node->start;
+my $node = jq_node('notify', worker => 'quick');
 $node->safe_psql('postgres', q{
-CREATE EXTENSION jobqueue;
 SELECT jobqueue.jq_create_queue('delayed');
 SELECT jobqueue.jq_create_queue('plain');
 SELECT jobqueue.jq_create_queue('rolled');
 });
-$node->poll_query_until('postgres',
-	'SELECT attached FROM jobqueue.jq_worker_status()')
-  or die 'the worker did not attach';
+wait_for_worker($node);
 my $worker = $node->safe_psql('postgres', 'SELECT pid FROM jobqueue.jq_worker_status()');
 
 my $listener = $node->background_psql('postgres');

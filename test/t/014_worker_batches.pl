@@ -7,20 +7,13 @@ use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use JobqueueTest;
 use Test::More;
 use Time::HiRes qw(time);
 
-my $node = PostgreSQL::Test::Cluster->new('batches');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'jobqueue'
-jobqueue.reap_interval = '500ms'
-jobqueue.launcher_interval = '1s'
-jobqueue.reap_batch = 1000
-});
-$node->start;
+my $node = jq_node('batches', worker => 'quick',
+	settings => { 'jobqueue.reap_batch' => 1000 });
 $node->safe_psql('postgres', q{
-CREATE EXTENSION jobqueue;
 SELECT jobqueue.jq_create_queue('big', backoff_base => '1 hour');
 SELECT jobqueue.jq_create_queue('live');
 SELECT count(*) FROM jobqueue.jq_enqueue_many('big',
@@ -29,9 +22,7 @@ SELECT count(*) FROM jobqueue.jq_enqueue_many('live',
     (SELECT array_agg(jsonb_build_object('n', g)) FROM generate_series(1, 100000) g));
 VACUUM ANALYZE jobqueue.jobs;
 });
-$node->poll_query_until('postgres',
-	'SELECT attached FROM jobqueue.jq_worker_status()')
-  or die 'the worker did not attach';
+wait_for_worker($node);
 
 my $before = $node->safe_psql('postgres', 'SELECT reaped FROM jobqueue.jq_worker_status()');
 is( $node->safe_psql(

@@ -5,13 +5,11 @@ use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use JobqueueTest;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('not_preloaded');
-$node->init;
-$node->start;
+my $node = jq_node('not_preloaded', preload => 0);
 $node->safe_psql('postgres', q{
-CREATE EXTENSION jobqueue;
 SELECT jobqueue.jq_create_queue('q', backoff_base => '1 hour');
 });
 
@@ -37,8 +35,9 @@ like($out, qr/Asynchronous notification "jobqueue" with payload "q" received fro
 	'the enqueue notifies from the producer');
 
 $node->safe_psql('postgres', q{SELECT count(*) FROM jobqueue.jq_claim('q', 1, 'w', '10 milliseconds')});
-$node->poll_query_until('postgres', q{
-SELECT lease_expires_at < clock_timestamp() FROM jobqueue.jobs});
+wait_for($node, 'postgres',
+	'SELECT lease_expires_at < clock_timestamp() FROM jobqueue.jobs',
+	'the lease to expire');
 is($node->safe_psql('postgres', 'SELECT jobqueue.jq_reap()'), '1',
 	'jq_reap() from a scheduler reaps the expired lease');
 is($node->safe_psql('postgres', 'SELECT status, last_error_code FROM jobqueue.jobs'),

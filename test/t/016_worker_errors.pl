@@ -5,27 +5,18 @@ use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use JobqueueTest;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('errors');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'jobqueue'
-jobqueue.reap_interval = '500ms'
-jobqueue.launcher_interval = '1s'
-});
-$node->start;
+my $node = jq_node('errors', worker => 'quick');
 $node->safe_psql('postgres', q{
-CREATE EXTENSION jobqueue;
 SELECT jobqueue.jq_create_queue('q', backoff_base => '1 hour');
 SELECT jobqueue.jq_enqueue('q', '{}');
 -- every reap of this queue now fails
 ALTER TABLE jobqueue.jobs ADD CONSTRAINT no_reap
     CHECK (last_error_code IS DISTINCT FROM 'LEASE_EXPIRED') NOT VALID;
 });
-$node->poll_query_until('postgres',
-	'SELECT attached FROM jobqueue.jq_worker_status()')
-  or die 'the worker did not attach';
+wait_for_worker($node);
 my $pid = $node->safe_psql('postgres', 'SELECT pid FROM jobqueue.jq_worker_status()');
 
 my $log_offset = -s $node->logfile;
@@ -37,9 +28,7 @@ like($node->safe_psql('postgres', 'SELECT last_error FROM jobqueue.jq_worker_sta
 	qr/no_reap/, 'with the error message');
 
 # watch it fail for a while
-my $t0 = $node->safe_psql('postgres', 'SELECT now()');
-$node->poll_query_until('postgres',
-	"SELECT now() > '$t0'::timestamptz + interval '3 seconds'");
+let_server_time_pass($node, 3);
 my $log = slurp_file($node->logfile, $log_offset);
 my $errors = () = $log =~ /ERROR:  new row for relation "jobs" violates check constraint "no_reap"/g;
 cmp_ok($errors, '>=', 2, "the error is logged at each pass ($errors times)");

@@ -14,13 +14,10 @@ use warnings;
 
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use JobqueueTest;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('dump_restore');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'jobqueue'");
-$node->append_conf('postgresql.conf', 'jobqueue.worker_enabled = off');
-$node->start;
+my $node = jq_node('dump_restore', worker => 'off', extension => 0);
 
 $node->safe_psql('postgres', 'CREATE DATABASE jq_src');
 $node->safe_psql('postgres', 'CREATE ROLE jq_app_producer');

@@ -18,13 +18,12 @@ use warnings;
 
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use JobqueueTest;
 use Test::More;
 
 my @earlier_versions = ('1.0', '1.1');
 
-my $node = PostgreSQL::Test::Cluster->new('upgrade');
-$node->init;
-$node->start;
+my $node = jq_node('upgrade', preload => 0, extension => 0);
 
 $node->safe_psql('postgres', 'CREATE DATABASE jq_fresh');
 $node->safe_psql('jq_fresh', 'CREATE EXTENSION jobqueue');

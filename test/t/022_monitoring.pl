@@ -8,6 +8,7 @@ use warnings;
 
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use JobqueueTest;
 use Test::More;
 
 # Read the queries file: top-level keys, their "query: |" blocks and the
@@ -47,15 +48,10 @@ close $fh;
 is_deeply([ sort keys %queries ], [qw(jobqueue_events jobqueue_queue jobqueue_worker)],
 	'the queries file has the queue, event and worker queries');
 
-my $node = PostgreSQL::Test::Cluster->new('monitoring');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'jobqueue'");
-$node->append_conf('postgresql.conf', 'jobqueue.worker_enabled = off');
-$node->start;
+my $node = jq_node('monitoring', worker => 'off');
 
 $node->safe_psql(
 	'postgres', q{
-	CREATE EXTENSION jobqueue;
 	CREATE ROLE jobqueue_exporter LOGIN;
 	SELECT jobqueue.jq_grant_monitor('jobqueue_exporter');
 	SELECT jobqueue.jq_create_queue('mon', lease_duration => '1 hour');
