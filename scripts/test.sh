@@ -16,9 +16,10 @@ dir=$(jq_workdir test)
 jq_build_install "$dir"
 
 log "running the test suite in $dir"
-status=0
-as_pguser make -C "$dir" PG_CONFIG="$PG_CONFIG" installcheck 2>&1 | tee "$dir/installcheck.log" || status=$?
+set +e
+as_pguser make -C "$dir" PG_CONFIG="$PG_CONFIG" installcheck 2>&1 | tee "$dir/installcheck.log"
 status=${PIPESTATUS[0]}
+set -e
 
 if [ "$status" -ne 0 ]; then
 	for f in "$dir"/regression.diffs "$dir"/results_pgtap/regression.diffs "$dir"/output_iso/regression.diffs; do
