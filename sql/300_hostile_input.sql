@@ -429,15 +429,18 @@ SELECT pg_temp.try($$SELECT jobqueue.jq_purge('hostile', interval '1 second' * '
 --------------------------------------------------------------------------
 SELECT jobqueue.jq_create_queue('hostile_edge');
 SELECT jobqueue.jq_enqueue('hostile_edge', '{}', 0, NULL, 2147483647) > 0 AS enqueued;
+-- 1.2: a token at the bigint maximum cannot be stored (a claim adds 1)
+\set VERBOSITY terse
 UPDATE jobqueue.jobs SET lease_token = 9223372036854775807 WHERE queue_name = 'hostile_edge';
-SELECT pg_temp.try($$SELECT count(*) FROM jobqueue.jq_claim('hostile_edge', 1, 'w')$$) AS token_at_max;
-UPDATE jobqueue.jobs SET lease_token = 0, attempt_count = 2147483647 WHERE queue_name = 'hostile_edge';
+\set VERBOSITY default
+UPDATE jobqueue.jobs SET attempt_count = 2147483647 WHERE queue_name = 'hostile_edge';
 SELECT pg_temp.try($$SELECT count(*) FROM jobqueue.jq_claim('hostile_edge', 1, 'w')$$) AS attempts_at_max;
--- a lease policy that only a direct UPDATE can store
 UPDATE jobqueue.jobs SET attempt_count = 0 WHERE queue_name = 'hostile_edge';
+-- 1.2: nor a lease policy over 100 years
+\set VERBOSITY terse
 UPDATE jobqueue.queues SET lease_duration = '1000000 years', max_runtime = '1000000 years'
 WHERE queue_name = 'hostile_edge';
-SELECT pg_temp.try($$SELECT count(*) FROM jobqueue.jq_claim('hostile_edge', 1, 'w')$$) AS lease_out_of_range;
+\set VERBOSITY default
 SELECT status, attempt_count, lease_token FROM jobqueue.jobs WHERE queue_name = 'hostile_edge';
 
 --------------------------------------------------------------------------

@@ -190,8 +190,10 @@ is_deeply(
 		$node->safe_psql('postgres',
 			"SELECT source || ' -> ' || target || ': ' || path FROM pg_extension_update_paths('jobqueue') "
 			  . "WHERE path IS NOT NULL AND target = '$current' ORDER BY source") ],
-	[ map { "$_ -> $current: $_--$current" } @earlier_versions ],
-	'every earlier version has a direct update path to the current one');
+	[ map { my $i = $_; "$earlier_versions[$i] -> $current: "
+			  . join('--', @earlier_versions[$i .. $#earlier_versions], $current) }
+		  0 .. $#earlier_versions ],
+	'every earlier version updates to the current one through the chain of upgrade scripts');
 
 # Without shared_preload_libraries: the counters say why they are missing,
 # the hot path works (and counts nothing).
