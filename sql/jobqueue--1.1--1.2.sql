@@ -29,3 +29,15 @@ ALTER TABLE jobqueue.queues
 ALTER TABLE jobqueue.jobs
 	ADD CONSTRAINT jobs_lease_token_in_range CHECK (
 		lease_token >= 0 AND lease_token < 9223372036854775807);
+
+------------------------------------------------------------------------------
+-- Event counters: a bounded table with an overflow row
+------------------------------------------------------------------------------
+
+/*
+ * The counters' shared hash table holds jobqueue.max_counter_queues
+ * (database, queue) entries and never grows; the events of further queues
+ * are added to one overflow row, shown as dbid NULL, queue_name '*'.
+ */
+COMMENT ON FUNCTION jobqueue.jq_counters(boolean) IS
+	'cumulative event counters per queue of this database (all databases: pg_read_all_stats); times in milliseconds; queue_name ''*'' (dbid NULL) sums the queues of any database beyond jobqueue.max_counter_queues';
