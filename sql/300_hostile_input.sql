@@ -78,7 +78,8 @@ INSERT INTO bad_queue_names VALUES
 	(9, 'newline', E'a\nb'),
 	(10, 'non-ASCII, 60 characters', pg_catalog.repeat('ü', 60)),
 	(11, 'non-ASCII, 129 characters', pg_catalog.repeat('ü', 129)),
-	(12, 'unknown', 'no_such_queue');
+	(12, 'unknown', 'no_such_queue'),
+	(13, 'non-ASCII, 100 characters', pg_catalog.repeat('ü', 100));
 
 -- The queue the tests work on, with one claimed job.
 SELECT jobqueue.jq_create_queue('hostile', max_attempts => 2,

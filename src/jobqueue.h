@@ -100,7 +100,6 @@ extern bool jq_require_queue(const char *queue_name);
 
 /* Argument validation (validate.c); each raises an ERROR on bad input */
 extern char *jq_arg_queue_name(FunctionCallInfo fcinfo, int argno);
-extern void jq_check_queue_name(const char *name);
 extern text *jq_arg_nonempty_text(FunctionCallInfo fcinfo, int argno,
 								  const char *what, int maxlen);
 extern int64 jq_arg_int8(FunctionCallInfo fcinfo, int argno, const char *what);
