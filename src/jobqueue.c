@@ -36,11 +36,16 @@ _PG_init(void)
 							PGC_USERSET, 0,
 							NULL, NULL, NULL);
 
+	/*
+	 * Up to 1 GB, as documented.  No value can be larger than 1 GB less its
+	 * header (the limit of any varlena, jsonb's is lower still), so at the
+	 * top of the range the setting means "no limit of our own".
+	 */
 	DefineCustomIntVariable("jobqueue.max_payload_size",
 							"Largest accepted job payload.",
 							"Measured on the stored jsonb value, before compression.",
 							&jq_max_payload_size,
-							1024 * 1024, 1, MaxAllocSize - VARHDRSZ,
+							1024 * 1024, 1, 1024 * 1024 * 1024,
 							PGC_SUSET, GUC_UNIT_BYTE,
 							NULL, NULL, NULL);
 
