@@ -75,6 +75,8 @@ typedef enum JqPlanId
 	JQ_PLAN_RETRY,
 	JQ_PLAN_RETRY_DEAD,
 	JQ_PLAN_REAP,
+	JQ_PLAN_REAP_CANDIDATES,
+	JQ_PLAN_REAP_ONE,
 	JQ_PLAN_PURGE,
 	JQ_PLAN_QUEUE_NAMES,
 	JQ_PLAN_READY_QUEUES,
@@ -93,6 +95,8 @@ extern void jq_spi_finish(void);
 #define JQ_ISNULL 'n'
 extern void jq_execute(JqPlanId id, Datum *values, const char *nulls,
 					   int rc_expected);
+extern bool jq_execute_subxact(JqPlanId id, Datum *values, const char *nulls,
+							   int rc_expected, ErrorData **edata);
 extern Datum jq_result(uint64 row, int col);
 extern bool jq_result_bool(uint64 row, int col);
 extern char *jq_result_cstring(uint64 row, int col);

@@ -22,11 +22,13 @@
 #include "jobqueue.h"
 
 #include "access/htup_details.h"
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "mb/pg_wchar.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
+#include "utils/resowner.h"
 #include "utils/timestamp.h"
 
 PG_FUNCTION_INFO_V1(jq_enqueue);
@@ -48,6 +50,65 @@ jq_execute(JqPlanId id, Datum *values, const char *nulls, int rc_expected)
 	if (rc != rc_expected)
 		elog(ERROR, "jobqueue statement %d failed: %s",
 			 (int) id, SPI_result_code_string(rc));
+}
+
+/*
+ * Is edata an error caused by the data a statement read (a value out of
+ * range, a violated constraint, a value too large), as opposed to one about
+ * the session or the transaction (cancel, read-only, serialization)?
+ */
+static bool
+jq_error_is_data(ErrorData *edata)
+{
+	int			category = ERRCODE_TO_CATEGORY(edata->sqlerrcode);
+
+	return category == ERRCODE_DATA_EXCEPTION ||
+		category == ERRCODE_INTEGRITY_CONSTRAINT_VIOLATION ||
+		category == ERRCODE_PROGRAM_LIMIT_EXCEEDED;
+}
+
+/*
+ * Run prepared statement id as jq_execute does, in a subtransaction (the
+ * pattern of a PL/pgSQL block with an EXCEPTION clause).  Returns true when
+ * it succeeded; its result is in SPI_tuptable.  When it failed with an
+ * error caused by the data, the subtransaction is rolled back, the error is
+ * returned in *edata (in the caller's memory context) and false returned;
+ * any other error is raised again after the rollback.
+ */
+bool
+jq_execute_subxact(JqPlanId id, Datum *values, const char *nulls,
+				   int rc_expected, ErrorData **edata)
+{
+	MemoryContext oldcontext = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	volatile bool ok = true;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcontext);
+	PG_TRY();
+	{
+		jq_execute(id, values, nulls, rc_expected);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcontext);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *e;
+
+		MemoryContextSwitchTo(oldcontext);
+		e = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcontext);
+		CurrentResourceOwner = oldowner;
+		if (!jq_error_is_data(e))
+			ReThrowError(e);
+		*edata = e;
+		ok = false;
+	}
+	PG_END_TRY();
+	return ok;
 }
 
 /* Column col of result row row, which must not be NULL. */

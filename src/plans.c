@@ -63,6 +63,39 @@
 	"'$[last - $keep + 1 to last]', " \
 	"pg_catalog.jsonb_build_object('keep', " KEEP "))"
 
+/*
+ * Reap the jobs of CTE c (ids of running jobs whose lease expired, locked):
+ * back to pending with backoff, or dead when the attempts are used up, with
+ * LEASE_EXPIRED in the history.  $2 is now, $3 the history length.  The
+ * queue's backoff is looked up per job with a default, so that a job whose
+ * queue row is missing is still reaped instead of filling every batch
+ * forever.
+ */
+#define JQ_REAP_SQL \
+	"UPDATE jobqueue.jobs j SET " \
+	"  status = CASE WHEN j.attempt_count >= j.max_attempts " \
+	"           THEN 'dead' ELSE 'pending' END::jobqueue.job_status, " \
+	"  available_at = CASE WHEN j.attempt_count >= j.max_attempts " \
+	"           THEN j.available_at ELSE $2 + " \
+	JQ_BACKOFF_SQL("COALESCE((SELECT q.backoff_base FROM jobqueue.queues q " \
+				   "WHERE q.queue_name = j.queue_name), interval '10 seconds')", \
+				   "COALESCE((SELECT q.backoff_max FROM jobqueue.queues q " \
+				   "WHERE q.queue_name = j.queue_name), interval '1 hour')", \
+				   "j.attempt_count") " END, " \
+	"  finished_at = CASE WHEN j.attempt_count >= j.max_attempts " \
+	"           THEN $2 ELSE NULL END, " \
+	"  lease_owner = NULL, lease_expires_at = NULL, " \
+	"  last_error_code = '" JQ_LEASE_EXPIRED_CODE "', " \
+	"  errors = " JQ_APPEND_ERROR_SQL( \
+		"pg_catalog.jsonb_build_object('attempt', j.attempt_count, 'at', $2, " \
+		"'code', '" JQ_LEASE_EXPIRED_CODE "', " \
+		"'message', 'lease expired at ' || j.lease_expires_at::text, " \
+		"'retryable', true, 'owner', j.lease_owner)", \
+		"$3") " " \
+	"WHERE j.id = ANY (ARRAY(SELECT c.id FROM c)) " \
+	"RETURNING j.queue_name, j.status = 'pending' AND j.available_at <= $2, " \
+	"  j.status = 'dead'"
+
 typedef struct JqPlanSpec
 {
 	const char *sql;
@@ -270,42 +303,41 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		6, {TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID, TEXTOID, INT4OID}
 	},
 	/*
-	 * JQ_PLAN_REAP: $1 max jobs, $2 now, $3 history length.
+	 * JQ_PLAN_REAP: $1 max jobs, $2 now, $3 history length, $4 ids to
+	 * leave out (jobs this backend could not reap before).
 	 *
 	 * Expired leases, oldest first, skipping rows a worker is completing
-	 * right now.  The queue's backoff is looked up per job with a default,
-	 * so that a job whose queue row is missing is still reaped instead of
-	 * filling every batch forever.
+	 * right now.
 	 */
 	[JQ_PLAN_REAP] = {
 		"WITH c AS (SELECT j.id FROM jobqueue.jobs j "
 		"           WHERE j.status = 'running' AND j.lease_expires_at <= $2 "
+		"             AND j.id <> ALL ($4) "
 		"           ORDER BY j.lease_expires_at LIMIT $1 "
 		"           FOR UPDATE OF j SKIP LOCKED) "
-		"UPDATE jobqueue.jobs j SET "
-		"  status = CASE WHEN j.attempt_count >= j.max_attempts "
-		"           THEN 'dead' ELSE 'pending' END::jobqueue.job_status, "
-		"  available_at = CASE WHEN j.attempt_count >= j.max_attempts "
-		"           THEN j.available_at ELSE $2 + "
-		JQ_BACKOFF_SQL("COALESCE((SELECT q.backoff_base FROM jobqueue.queues q "
-					   "WHERE q.queue_name = j.queue_name), interval '10 seconds')",
-					   "COALESCE((SELECT q.backoff_max FROM jobqueue.queues q "
-					   "WHERE q.queue_name = j.queue_name), interval '1 hour')",
-					   "j.attempt_count") " END, "
-		"  finished_at = CASE WHEN j.attempt_count >= j.max_attempts "
-		"           THEN $2 ELSE NULL END, "
-		"  lease_owner = NULL, lease_expires_at = NULL, "
-		"  last_error_code = '" JQ_LEASE_EXPIRED_CODE "', "
-		"  errors = " JQ_APPEND_ERROR_SQL(
-			"pg_catalog.jsonb_build_object('attempt', j.attempt_count, 'at', $2, "
-			"'code', '" JQ_LEASE_EXPIRED_CODE "', "
-			"'message', 'lease expired at ' || j.lease_expires_at::text, "
-			"'retryable', true, 'owner', j.lease_owner)",
-			"$3") " "
-		"WHERE j.id = ANY (ARRAY(SELECT c.id FROM c)) "
-		"RETURNING j.queue_name, j.status = 'pending' AND j.available_at <= $2, "
-		"  j.status = 'dead'",
-		3, {INT4OID, TIMESTAMPTZOID, INT4OID}
+		JQ_REAP_SQL,
+		4, {INT4OID, TIMESTAMPTZOID, INT4OID, INT8ARRAYOID}
+	},
+	/*
+	 * JQ_PLAN_REAP_CANDIDATES: $1 max jobs, $2 now, $3 ids to leave out.
+	 * The jobs JQ_PLAN_REAP would pick, for reaping them one at a time
+	 * after a batch failed.
+	 */
+	[JQ_PLAN_REAP_CANDIDATES] = {
+		"SELECT j.id FROM jobqueue.jobs j "
+		"WHERE j.status = 'running' AND j.lease_expires_at <= $2 "
+		"  AND j.id <> ALL ($3) "
+		"ORDER BY j.lease_expires_at LIMIT $1",
+		3, {INT4OID, TIMESTAMPTZOID, INT8ARRAYOID}
+	},
+	/* JQ_PLAN_REAP_ONE: $1 id, $2 now, $3 history length; as JQ_PLAN_REAP */
+	[JQ_PLAN_REAP_ONE] = {
+		"WITH c AS (SELECT j.id FROM jobqueue.jobs j "
+		"           WHERE j.id = $1 AND j.status = 'running' "
+		"             AND j.lease_expires_at <= $2 "
+		"           FOR UPDATE OF j SKIP LOCKED) "
+		JQ_REAP_SQL,
+		3, {INT8OID, TIMESTAMPTZOID, INT4OID}
 	},
 	/*
 	 * JQ_PLAN_PURGE: $1 queue, $2 older_than or NULL (the queue's
