@@ -758,8 +758,7 @@ jq_count_fenced(const int64 *ids, int nids, int64 nfenced, JqCounter c)
 		jq_execute(JQ_PLAN_JOB_QUEUES, values, NULL, SPI_OK_SELECT);
 		for (i = 0; i < SPI_processed && nfenced > 0; i++, nfenced--)
 		{
-			char	   *queue_name = SPI_getvalue(SPI_tuptable->vals[i],
-												  SPI_tuptable->tupdesc, 1);
+			char	   *queue_name = jq_result_name(i, 1);
 
 			jq_count(queue_name, c, 1);
 			if (first == NULL)
@@ -806,8 +805,7 @@ jq_count_completions(const int64 *ids, int nids, int idcol, int qcol,
 		done_ids = palloc(sizeof(int64) * ndone);
 	for (i = 0; i < ndone; i++)
 	{
-		char	   *queue_name = SPI_getvalue(SPI_tuptable->vals[i],
-											  SPI_tuptable->tupdesc, qcol);
+		char	   *queue_name = jq_result_name(i, qcol);
 
 		jq_count(queue_name, JQ_CTR_COMPLETED, 1);
 		if (call_queue == NULL)

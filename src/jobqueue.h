@@ -6,6 +6,7 @@
  * The extension is split by responsibility:
  *	  jobqueue.c	module entry (_PG_init) and GUCs
  *	  plans.c		the per-backend cache of prepared SPI statements
+ *	  spi.c			running statements and reading their results
  *	  validate.c	argument checks shared by every SQL function
  *	  lifecycle.c	enqueue, claim, complete, fail, heartbeat, release
  *	  admin.c		queue administration, cancel and replay
@@ -87,19 +88,28 @@ typedef enum JqPlanId
 
 extern SPIPlanPtr jq_plan(JqPlanId id);
 extern const char *jq_plan_sql(JqPlanId id);
-extern void jq_spi_connect(void);
-extern void jq_spi_finish(void);
+extern const char *jq_plan_name(JqPlanId id);
+extern bool jq_plan_read_only(JqPlanId id);
 
-/* Statement execution and result access (lifecycle.c) */
+/* Statement execution and result access (spi.c) */
 #define JQ_NOTNULL ' '
 #define JQ_ISNULL 'n'
+extern void jq_spi_connect(void);
+extern void jq_spi_finish(void);
 extern void jq_execute(JqPlanId id, Datum *values, const char *nulls,
 					   int rc_expected);
+extern void jq_execute_once(const char *name, const char *sql, int nargs,
+							Oid *argtypes, Datum *values, const char *nulls,
+							int rc_expected);
 extern bool jq_execute_subxact(JqPlanId id, Datum *values, const char *nulls,
 							   int rc_expected, ErrorData **edata);
 extern Datum jq_result(uint64 row, int col);
+extern Datum jq_result_nullable(uint64 row, int col, bool *isnull);
 extern bool jq_result_bool(uint64 row, int col);
+extern char *jq_result_name(uint64 row, int col);
 extern char *jq_result_cstring(uint64 row, int col);
+
+/* lifecycle.c */
 extern bool jq_require_queue(const char *queue_name);
 
 /* Argument validation (validate.c); each raises an ERROR on bad input */

@@ -22,13 +22,11 @@
 #include "jobqueue.h"
 
 #include "access/htup_details.h"
-#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "mb/pg_wchar.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
-#include "utils/resowner.h"
 #include "utils/timestamp.h"
 
 PG_FUNCTION_INFO_V1(jq_enqueue);
@@ -40,118 +38,6 @@ PG_FUNCTION_INFO_V1(jq_fail);
 PG_FUNCTION_INFO_V1(jq_heartbeat);
 PG_FUNCTION_INFO_V1(jq_release);
 
-
-/* Run prepared statement id; raise an error unless it returned rc_expected. */
-void
-jq_execute(JqPlanId id, Datum *values, const char *nulls, int rc_expected)
-{
-	int			rc = SPI_execute_plan(jq_plan(id), values, nulls, false, 0);
-
-	if (rc != rc_expected)
-		elog(ERROR, "jobqueue statement %d failed: %s",
-			 (int) id, SPI_result_code_string(rc));
-}
-
-/*
- * Is edata an error caused by the data a statement read (a value out of
- * range, a violated constraint, a value too large), as opposed to one about
- * the session or the transaction (cancel, read-only, serialization)?
- */
-static bool
-jq_error_is_data(ErrorData *edata)
-{
-	int			category = ERRCODE_TO_CATEGORY(edata->sqlerrcode);
-
-	return category == ERRCODE_DATA_EXCEPTION ||
-		category == ERRCODE_INTEGRITY_CONSTRAINT_VIOLATION ||
-		category == ERRCODE_PROGRAM_LIMIT_EXCEEDED;
-}
-
-/*
- * Run prepared statement id as jq_execute does, in a subtransaction (the
- * pattern of a PL/pgSQL block with an EXCEPTION clause).  Returns true when
- * it succeeded; its result is in SPI_tuptable.  When it failed with an
- * error caused by the data, the subtransaction is rolled back, the error is
- * returned in *edata (in the caller's memory context) and false returned;
- * any other error is raised again after the rollback.
- */
-bool
-jq_execute_subxact(JqPlanId id, Datum *values, const char *nulls,
-				   int rc_expected, ErrorData **edata)
-{
-	MemoryContext oldcontext = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-	volatile bool ok = true;
-
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcontext);
-	PG_TRY();
-	{
-		jq_execute(id, values, nulls, rc_expected);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcontext);
-		CurrentResourceOwner = oldowner;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *e;
-
-		MemoryContextSwitchTo(oldcontext);
-		e = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcontext);
-		CurrentResourceOwner = oldowner;
-		if (!jq_error_is_data(e))
-			ReThrowError(e);
-		*edata = e;
-		ok = false;
-	}
-	PG_END_TRY();
-	return ok;
-}
-
-/* Column col of result row row, which must not be NULL. */
-Datum
-jq_result(uint64 row, int col)
-{
-	bool		isnull;
-	Datum		d = SPI_getbinval(SPI_tuptable->vals[row],
-								  SPI_tuptable->tupdesc, col, &isnull);
-
-	if (isnull)
-		elog(ERROR, "unexpected null in column %d of a jobqueue result", col);
-	return d;
-}
-
-/* Is column col of result row row true (NULL counts as false)? */
-bool
-jq_result_bool(uint64 row, int col)
-{
-	bool		isnull;
-	Datum		d = SPI_getbinval(SPI_tuptable->vals[row],
-								  SPI_tuptable->tupdesc, col, &isnull);
-
-	return !isnull && DatumGetBool(d);
-}
-
-/*
- * Column col of result row row as a C string, copied into the memory
- * context that was current at SPI_connect so that it survives SPI_finish.
- */
-char *
-jq_result_cstring(uint64 row, int col)
-{
-	char	   *s = SPI_getvalue(SPI_tuptable->vals[row],
-								 SPI_tuptable->tupdesc, col);
-	char	   *copy;
-
-	if (s == NULL)
-		elog(ERROR, "unexpected null in column %d of a jobqueue result", col);
-	copy = SPI_palloc(strlen(s) + 1);
-	strcpy(copy, s);
-	return copy;
-}
 
 /*
  * Error out if queue_name does not exist.  Used when a statement returned
@@ -548,10 +434,8 @@ jq_fail(PG_FUNCTION_ARGS)
 	fenced = (SPI_processed == 0);
 	if (!fenced)
 	{
-		char	   *queue_name = SPI_getvalue(SPI_tuptable->vals[0],
-											  SPI_tuptable->tupdesc, 2);
-		char	   *new_status = SPI_getvalue(SPI_tuptable->vals[0],
-											  SPI_tuptable->tupdesc, 1);
+		char	   *queue_name = jq_result_name(0, 2);
+		char	   *new_status = jq_result_name(0, 1);
 
 		status = jq_result(0, 1);	/* an enum: an OID, passed by value */
 		jq_count(queue_name, DatumGetBool(values[4]) ?

@@ -71,8 +71,7 @@ jq_reap_result(List **woken_queues, MemoryContext result_cxt)
 	{
 		for (i = 0; i < reaped; i++)
 		{
-			char	   *queue_name = SPI_getvalue(SPI_tuptable->vals[i],
-												  SPI_tuptable->tupdesc, 1);
+			char	   *queue_name = jq_result_name(i, 1);
 
 			jq_count(queue_name, JQ_CTR_LEASES_EXPIRED, 1);
 			jq_count(queue_name, jq_result_bool(i, 3) ?
@@ -90,8 +89,7 @@ jq_reap_result(List **woken_queues, MemoryContext result_cxt)
 
 			if (!jq_result_bool(i, 2))
 				continue;
-			queue_name = SPI_getvalue(SPI_tuptable->vals[i],
-									  SPI_tuptable->tupdesc, 1);
+			queue_name = jq_result_name(i, 1);
 			foreach(lc, *woken_queues)
 			{
 				if (strcmp((char *) lfirst(lc), queue_name) == 0)

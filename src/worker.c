@@ -411,8 +411,7 @@ jq_announce_marked(void)
 			jq_worker_exit(JQ_WORKER_NO_EXTENSION);
 		jq_execute(JQ_PLAN_NOTIFY_QUEUES, NULL, NULL, SPI_OK_SELECT);
 		for (i = 0; i < SPI_processed; i++)
-			names = jq_add_name(names, SPI_getvalue(SPI_tuptable->vals[i],
-													SPI_tuptable->tupdesc, 1));
+			names = jq_add_name(names, jq_result_name(i, 1));
 		jq_work_end();
 	}
 	jq_send_notifications(names);
@@ -456,13 +455,11 @@ jq_worker_tick(TimestampTz now)
 	values[1] = TimestampTzGetDatum(now);
 	jq_execute(JQ_PLAN_READY_QUEUES, values, NULL, SPI_OK_SELECT);
 	for (i = 0; i < SPI_processed; i++)
-		ready = jq_add_name(ready, SPI_getvalue(SPI_tuptable->vals[i],
-												SPI_tuptable->tupdesc, 1));
+		ready = jq_add_name(ready, jq_result_name(i, 1));
 	/* and the list of queues for the purge */
 	jq_execute(JQ_PLAN_QUEUE_NAMES, NULL, NULL, SPI_OK_SELECT);
 	for (i = 0; i < SPI_processed; i++)
-		queues = jq_add_name(queues, SPI_getvalue(SPI_tuptable->vals[i],
-												  SPI_tuptable->tupdesc, 1));
+		queues = jq_add_name(queues, jq_result_name(i, 1));
 	jq_work_end();
 	ready_checked_until = now;
 	jq_send_notifications(ready);
