@@ -142,13 +142,6 @@ typedef struct JqUndo
 
 static List *jq_undo_log = NIL;	/* in TopTransactionContext */
 
-#if PG_VERSION_NUM >= 150000
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-#endif
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
-
-static void jq_counters_shmem_request(void);
-static void jq_counters_shmem_startup(void);
 static void jq_counters_xact_callback(XactEvent event, void *arg);
 static void jq_counters_subxact_callback(SubXactEvent event,
 										 SubTransactionId mySubid,
@@ -158,7 +151,8 @@ static void jq_counters_subxact_callback(SubXactEvent event,
 /* Entries of the hash table: one per (database, queue), and the overflow row */
 #define JQ_COUNTER_ENTRIES() (jq_max_counter_queues + 1)
 
-static Size
+/* Size of the shared state, requested by jobqueue.c */
+Size
 jq_counters_shmem_size(void)
 {
 	return add_size(MAXALIGN(sizeof(JqCounterShared)),
@@ -174,12 +168,9 @@ jq_counter_entry_clear(JqCounterEntry *entry, TimestampTz now)
 	entry->since = now;
 }
 
-/*
- * Define the GUCs and, when the library is being preloaded, install the
- * shared memory hooks.  Called from _PG_init.
- */
+/* Define the GUCs of the counters.  Called from _PG_init. */
 void
-jq_counters_init(void)
+jq_counters_guc_init(void)
 {
 	DefineCustomBoolVariable("jobqueue.track_counters",
 							 "Collects the event counters shown by jobqueue.jq_counters().",
@@ -212,46 +203,18 @@ jq_counters_init(void)
 							1000, 16, 1000000,
 							PGC_POSTMASTER, 0,
 							NULL, NULL, NULL);
-
-#if PG_VERSION_NUM >= 150000
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = jq_counters_shmem_request;
-#else
-	jq_counters_shmem_request();
-#endif
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = jq_counters_shmem_startup;
-}
-
-/* Ask for our shared memory and our LWLock. */
-static void
-jq_counters_shmem_request(void)
-{
-#if PG_VERSION_NUM >= 150000
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-#endif
-	RequestAddinShmemSpace(jq_counters_shmem_size());
-	RequestNamedLWLockTranche("jobqueue counters", 1);
 }
 
 /*
  * Create or attach to the shared state (in every process that starts, and
- * in the postmaster; EXEC_BACKEND re-attaches).
+ * in the postmaster; EXEC_BACKEND re-attaches).  Called by jobqueue.c's
+ * shmem_startup_hook with AddinShmemInitLock held.
  */
-static void
-jq_counters_shmem_startup(void)
+void
+jq_counters_shmem_init(void)
 {
 	bool		found;
 	HASHCTL		info;
-
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-
-	jq_counter_shared = NULL;
-	jq_counter_hash = NULL;
-
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 
 	jq_counter_shared = ShmemInitStruct("jobqueue counters",
 										sizeof(JqCounterShared), &found);
@@ -269,7 +232,7 @@ jq_counters_shmem_startup(void)
 		JqCounterKey key;
 		JqCounterEntry *entry;
 
-		jq_counter_shared->lock = &(GetNamedLWLockTranche("jobqueue counters"))->lock;
+		jq_counter_shared->lock = &(GetNamedLWLockTranche(JQ_COUNTERS_TRANCHE))->lock;
 		jq_counter_shared->generation = 0;
 
 		/* the table is empty, so there is room for the overflow row */
@@ -281,8 +244,6 @@ jq_counters_shmem_startup(void)
 		jq_counter_entry_clear(entry, GetCurrentTimestamp());
 		jq_counter_shared->overflow = entry;
 	}
-
-	LWLockRelease(AddinShmemInitLock);
 }
 
 /* Are counters being collected in this backend right now? */

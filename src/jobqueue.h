@@ -4,7 +4,7 @@
  *	  Declarations shared by the files of the jobqueue extension.
  *
  * The extension is split by responsibility:
- *	  jobqueue.c	module entry (_PG_init) and GUCs
+ *	  jobqueue.c	module entry (_PG_init), shared memory hooks
  *	  plans.c		the per-backend cache of prepared SPI statements
  *	  spi.c			running statements and reading their results
  *	  validate.c	argument checks shared by every SQL function
@@ -49,7 +49,11 @@
 #define JQ_ERROR_CODE_MAXLEN	128
 #define JQ_IDEMPOTENCY_KEY_MAXLEN 512
 
-/* GUCs (jobqueue.c) */
+/* Names of the shared memory areas and of their LWLock tranches */
+#define JQ_SHMEM_NAME "jobqueue"
+#define JQ_COUNTERS_TRANCHE "jobqueue counters"
+
+/* GUCs of the hot path (lifecycle.c) */
 extern int	jq_max_claim_batch;
 extern int	jq_max_payload_size;
 extern int	jq_max_error_length;
@@ -110,6 +114,7 @@ extern char *jq_result_name(uint64 row, int col);
 extern char *jq_result_cstring(uint64 row, int col);
 
 /* lifecycle.c */
+extern void jq_lifecycle_guc_init(void);
 extern bool jq_require_queue(const char *queue_name);
 
 /* Argument validation (validate.c); each raises an ERROR on bad input */
@@ -176,7 +181,9 @@ typedef enum JqCounter
 extern bool jq_track_counters;
 extern int	jq_max_counter_queues;
 extern int	jq_exact_count_limit;
-extern void jq_counters_init(void);
+extern void jq_counters_guc_init(void);
+extern Size jq_counters_shmem_size(void);
+extern void jq_counters_shmem_init(void);
 extern bool jq_counting(void);
 extern void jq_count(const char *queue_name, JqCounter c, int64 n);
 extern void jq_count_start(instr_time *start);
@@ -252,7 +259,8 @@ extern int	jq_purge_batch_size;
 
 extern void jq_worker_guc_init(void);
 extern bool jq_database_wanted(const char *dbname);
-extern void jq_shmem_init(void);
+extern Size jq_workers_shmem_size(void);
+extern void jq_workers_shmem_init(void);
 extern JqWorkerSlot *jq_slot_find(Oid dboid);
 extern JqWorkerSlot *jq_slot_get(Oid dboid);
 extern bool jq_worker_running(Oid dboid);

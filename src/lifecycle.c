@@ -26,6 +26,7 @@
 #include "mb/pg_wchar.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
@@ -38,6 +39,58 @@ PG_FUNCTION_INFO_V1(jq_fail);
 PG_FUNCTION_INFO_V1(jq_heartbeat);
 PG_FUNCTION_INFO_V1(jq_release);
 
+
+/* Hot-path limits, all settable per session. */
+int			jq_max_claim_batch = 1000;
+int			jq_max_payload_size = 1024 * 1024;
+int			jq_max_error_length = 2048;
+int			jq_error_history = 10;
+
+/* Define the GUCs of the hot path.  Called from _PG_init. */
+void
+jq_lifecycle_guc_init(void)
+{
+	DefineCustomIntVariable("jobqueue.max_claim_batch",
+							"Largest number of jobs one jq_claim call may lease.",
+							NULL,
+							&jq_max_claim_batch,
+							1000, 1, 1000000,
+							PGC_USERSET, 0,
+							NULL, NULL, NULL);
+
+	/*
+	 * Up to 1 GB, as documented.  No value can be larger than 1 GB less its
+	 * header (the limit of any varlena, jsonb's is lower still), so at the
+	 * top of the range the setting means "no limit of our own".
+	 */
+	DefineCustomIntVariable("jobqueue.max_payload_size",
+							"Largest accepted job payload.",
+							"Measured on the stored jsonb value, before compression.",
+							&jq_max_payload_size,
+							1024 * 1024, 1, 1024 * 1024 * 1024,
+							PGC_SUSET, GUC_UNIT_BYTE,
+							NULL, NULL, NULL);
+
+	/*
+	 * At most 64 kB x error_history (at most 1000) entries keeps a job's
+	 * history far below jsonb's 256 MB limit, so appending to it never fails.
+	 */
+	DefineCustomIntVariable("jobqueue.max_error_length",
+							"Longest error message kept in a job's history.",
+							"Longer messages are cut on a character boundary.",
+							&jq_max_error_length,
+							2048, 16, 64 * 1024,
+							PGC_USERSET, GUC_UNIT_BYTE,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("jobqueue.error_history",
+							"Number of failures kept in a job's error history.",
+							"Older entries are dropped, newest are kept.",
+							&jq_error_history,
+							10, 1, 1000,
+							PGC_USERSET, 0,
+							NULL, NULL, NULL);
+}
 
 /*
  * Error out if queue_name does not exist.  Used when a statement returned

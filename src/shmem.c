@@ -37,79 +37,36 @@
 #include "storage/shmem.h"
 #include "utils/timestamp.h"
 
-#define JQ_SHMEM_NAME "jobqueue"
 
 /* The shared state; NULL in a backend where the library was not preloaded. */
 JqShared   *jq_shared = NULL;
 
-#if PG_VERSION_NUM >= 150000
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-#endif
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
-
-static Size
-jq_shmem_size(void)
+/* Size of the shared state, requested by jobqueue.c */
+Size
+jq_workers_shmem_size(void)
 {
 	return add_size(offsetof(JqShared, slots),
 					mul_size(max_worker_processes, sizeof(JqWorkerSlot)));
 }
 
-static void
-jq_shmem_request_space(void)
-{
-	RequestAddinShmemSpace(jq_shmem_size());
-	RequestNamedLWLockTranche(JQ_SHMEM_NAME, 1);
-}
-
-#if PG_VERSION_NUM >= 150000
-static void
-jq_shmem_request(void)
-{
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-	jq_shmem_request_space();
-}
-#endif
-
 /*
- * Create or attach to the shared state.  Runs in the postmaster at start-up
- * and after a crash (then everything is reset), and in each backend under
- * EXEC_BACKEND.
+ * Create or attach to the shared state; called by jobqueue.c's
+ * shmem_startup_hook with AddinShmemInitLock held.  Runs in the postmaster
+ * at start-up and after a crash (then everything is reset), and in each
+ * backend under EXEC_BACKEND.
  */
-static void
-jq_shmem_startup(void)
+void
+jq_workers_shmem_init(void)
 {
 	bool		found;
 
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	jq_shared = ShmemInitStruct(JQ_SHMEM_NAME, jq_shmem_size(), &found);
+	jq_shared = ShmemInitStruct(JQ_SHMEM_NAME, jq_workers_shmem_size(), &found);
 	if (!found)
 	{
-		memset(jq_shared, 0, jq_shmem_size());
+		memset(jq_shared, 0, jq_workers_shmem_size());
 		jq_shared->lock = &(GetNamedLWLockTranche(JQ_SHMEM_NAME))->lock;
 		jq_shared->nslots = max_worker_processes;
 	}
-	LWLockRelease(AddinShmemInitLock);
-}
-
-/*
- * Ask for the shared memory and the lock.  Called from _PG_init while
- * shared_preload_libraries is being processed, never later.
- */
-void
-jq_shmem_init(void)
-{
-#if PG_VERSION_NUM >= 150000
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = jq_shmem_request;
-#else
-	jq_shmem_request_space();
-#endif
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = jq_shmem_startup;
 }
 
 /*
