@@ -75,6 +75,17 @@ SELECT jobqueue.jq_enqueue_many('q_enq', ARRAY['{}', jsonb_build_object('s', rep
 \echo :LAST_ERROR_SQLSTATE
 SELECT count(*) - :jobs_before AS jobs_added FROM jobqueue.jobs;
 RESET jobqueue.max_payload_size;
+-- the range is 1 B to 1 GB
+SET jobqueue.max_payload_size = '1GB';
+SHOW jobqueue.max_payload_size;
+SELECT jobqueue.jq_enqueue('q_enq', jsonb_build_object('s', repeat('x', 200))) IS NOT NULL AS enqueued;
+SET jobqueue.max_payload_size = 1;
+SHOW jobqueue.max_payload_size;
+SET jobqueue.max_payload_size = 0;
+\echo :LAST_ERROR_SQLSTATE
+SET jobqueue.max_payload_size = '1025MB';
+\echo :LAST_ERROR_SQLSTATE
+RESET jobqueue.max_payload_size;
 -- only a superuser may raise it
 CREATE ROLE regress_jq_user;
 SET ROLE regress_jq_user;

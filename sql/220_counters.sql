@@ -94,6 +94,24 @@ END
 $$;
 SELECT * FROM pg_temp.counters('q_ctr');
 
+-- jq_complete_many counts each job under its own queue, fenced ones too
+SELECT jobqueue.jq_counters_reset();
+SELECT jobqueue.jq_create_queue('q_ctr_a', lease_duration => '1 hour');
+SELECT jobqueue.jq_create_queue('q_ctr_b', lease_duration => '1 hour');
+SELECT count(jobqueue.jq_enqueue(q, '{}'))
+FROM unnest(ARRAY['q_ctr_a', 'q_ctr_b', 'q_ctr_b', 'q_ctr_b']) AS q;
+CREATE TEMP TABLE c2 AS
+	SELECT 'q_ctr_a' AS q, * FROM jobqueue.jq_claim('q_ctr_a', 1, 'w')
+	UNION ALL SELECT 'q_ctr_b', * FROM jobqueue.jq_claim('q_ctr_b', 3, 'w');
+-- a's job, then b's jobs, one of them with a stale token
+SELECT count(*) FROM jobqueue.jq_complete_many(
+	ARRAY(SELECT id FROM c2 ORDER BY q, id),
+	ARRAY(SELECT CASE WHEN q = 'q_ctr_b' AND id = (SELECT max(id) FROM c2) THEN token + 1 ELSE token END
+		  FROM c2 ORDER BY q, id));
+SELECT queue_name, completed, complete_fenced, complete_calls
+FROM jobqueue.jq_counters() WHERE queue_name LIKE 'q_ctr_%' ORDER BY queue_name;
+SELECT jobqueue.jq_drop_queue(q, force => true) FROM unnest(ARRAY['q_ctr_a', 'q_ctr_b']) AS q;
+
 -- jobqueue.track_counters = off: nothing is counted
 SELECT jobqueue.jq_counters_reset('q_ctr');
 SET jobqueue.track_counters = off;

@@ -78,7 +78,8 @@ INSERT INTO bad_queue_names VALUES
 	(9, 'newline', E'a\nb'),
 	(10, 'non-ASCII, 60 characters', pg_catalog.repeat('ü', 60)),
 	(11, 'non-ASCII, 129 characters', pg_catalog.repeat('ü', 129)),
-	(12, 'unknown', 'no_such_queue');
+	(12, 'unknown', 'no_such_queue'),
+	(13, 'non-ASCII, 100 characters', pg_catalog.repeat('ü', 100));
 
 -- The queue the tests work on, with one claimed job.
 SELECT jobqueue.jq_create_queue('hostile', max_attempts => 2,
@@ -431,16 +432,18 @@ SELECT pg_temp.try($$SELECT jobqueue.jq_purge('hostile', interval '1 second' * '
 --------------------------------------------------------------------------
 SELECT jobqueue.jq_create_queue('hostile_edge');
 SELECT jobqueue.jq_enqueue('hostile_edge', '{}', 0, NULL, 2147483647) > 0 AS enqueued;
+-- 1.2: a token at the bigint maximum cannot be stored (a claim adds 1)
 \set VERBOSITY terse
 UPDATE jobqueue.jobs SET lease_token = 9223372036854775807 WHERE queue_name = 'hostile_edge';
-UPDATE jobqueue.jobs SET lease_token = -1 WHERE queue_name = 'hostile_edge';
-UPDATE jobqueue.queues SET lease_duration = '1000000 years', max_runtime = '1000000 years'
-WHERE queue_name = 'hostile_edge';
-UPDATE jobqueue.queues SET retention = '100 years 1 day' WHERE queue_name = 'hostile_edge';
 \set VERBOSITY default
 UPDATE jobqueue.jobs SET attempt_count = 2147483647 WHERE queue_name = 'hostile_edge';
 SELECT pg_temp.try($$SELECT count(*) FROM jobqueue.jq_claim('hostile_edge', 1, 'w')$$) AS attempts_at_max;
 UPDATE jobqueue.jobs SET attempt_count = 0 WHERE queue_name = 'hostile_edge';
+-- 1.2: nor a lease policy over 100 years
+\set VERBOSITY terse
+UPDATE jobqueue.queues SET lease_duration = '1000000 years', max_runtime = '1000000 years'
+WHERE queue_name = 'hostile_edge';
+\set VERBOSITY default
 SELECT status, attempt_count, lease_token FROM jobqueue.jobs WHERE queue_name = 'hostile_edge';
 
 --------------------------------------------------------------------------
@@ -472,7 +475,8 @@ FROM (VALUES
 		(12, 'role_functions(unknown)', $$SELECT count(*) FROM jobqueue.jq_role_functions('root')$$),
 		(13, 'role_functions(1 MB)', $$SELECT count(*) FROM jobqueue.jq_role_functions(pg_catalog.repeat('w', 1024 * 1024))$$),
 		(14, 'role_functions(worker)', $$SELECT count(*) FROM jobqueue.jq_role_functions('worker')$$),
-		(15, 'worker_status()', $$SELECT count(*) FROM jobqueue.jq_worker_status()$$))
+		(15, 'worker_status()', $$SELECT count(*) FROM jobqueue.jq_worker_status()$$),
+		(16, 'worker_tasks()', $$SELECT count(*) FROM jobqueue.jq_worker_tasks()$$))
 	AS v(ord, label, stmt)
 ORDER BY v.ord;
 
@@ -540,7 +544,7 @@ WHERE d.classid = 'pg_catalog.pg_proc'::regclass AND d.deptype = 'e'
 						  'jq_grant_producer', 'jq_grant_worker', 'jq_grant_admin',
 						  'jq_revoke_producer', 'jq_revoke_worker', 'jq_revoke_admin',
 						  'jq_grant_monitor', 'jq_revoke_monitor',
-						  'jq_worker_status')
+						  'jq_worker_status', 'jq_worker_tasks')
 ORDER BY 1;
 
 -- clean up

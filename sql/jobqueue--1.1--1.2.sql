@@ -57,3 +57,146 @@ COMMENT ON FUNCTION jobqueue.jq_worker_tasks() IS
 	'the tasks of the background worker in this database: interval, last run, runs, items, consecutive errors, last error';
 
 REVOKE ALL ON FUNCTION jobqueue.jq_worker_tasks() FROM PUBLIC;
+-- Event counters: a bounded table with an overflow row
+------------------------------------------------------------------------------
+
+/*
+ * The counters' shared hash table holds jobqueue.max_counter_queues
+ * (database, queue) entries and never grows; the events of further queues
+ * are added to one overflow row, shown as dbid NULL, queue_name '*'.
+ */
+COMMENT ON FUNCTION jobqueue.jq_counters(boolean) IS
+	'cumulative event counters per queue of this database (all databases: pg_read_all_stats); times in milliseconds; queue_name ''*'' (dbid NULL) sums the queues of any database beyond jobqueue.max_counter_queues';
+
+------------------------------------------------------------------------------
+-- NULL arguments of the SQL-language functions: 22004, as everywhere else
+------------------------------------------------------------------------------
+
+CREATE OR REPLACE FUNCTION jobqueue.jq_finished_count(queue_name text, status jobqueue.job_status)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	n		bigint;
+	plan	json;
+	lim		bigint := pg_catalog.pg_size_bytes(COALESCE(
+				pg_catalog.current_setting('jobqueue.exact_count_limit', true), '8MB'));
+BEGIN
+	IF queue_name IS NULL THEN
+		RAISE EXCEPTION 'queue name must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF status IS NULL THEN
+		RAISE EXCEPTION 'status must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF lim < 0 OR pg_catalog.pg_relation_size('jobqueue.jobs'::pg_catalog.regclass) < lim THEN
+		SELECT pg_catalog.count(*) INTO n FROM jobqueue.jobs j
+		WHERE j.queue_name = jq_finished_count.queue_name
+		  AND j.status = jq_finished_count.status;
+		RETURN n;
+	END IF;
+	EXECUTE 'EXPLAIN (FORMAT JSON) SELECT FROM jobqueue.jobs j '
+			'WHERE j.queue_name = $1 AND j.status = $2'
+		INTO plan USING queue_name, status;
+	RETURN pg_catalog.round((plan -> 0 -> 'Plan' ->> 'Plan Rows')::pg_catalog.float8)::bigint;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION jobqueue.jq_role_functions(kind text)
+RETURNS SETOF regprocedure
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF kind IS NULL THEN
+		RAISE EXCEPTION 'kind must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	RETURN QUERY
+		SELECT r.p FROM pg_catalog.unnest(CASE kind
+			WHEN 'producer' THEN ARRAY[
+				'jobqueue.jq_enqueue(text, jsonb, integer, timestamp with time zone, integer, text)',
+				'jobqueue.jq_enqueue_many(text, jsonb[], integer, timestamp with time zone)']
+			WHEN 'worker' THEN ARRAY[
+				'jobqueue.jq_claim(text, integer, text, interval)',
+				'jobqueue.jq_complete(bigint, bigint)',
+				'jobqueue.jq_complete_many(bigint[], bigint[])',
+				'jobqueue.jq_fail(bigint, bigint, text, text, boolean, interval)',
+				'jobqueue.jq_heartbeat(bigint, bigint, interval)',
+				'jobqueue.jq_release(bigint, bigint, interval)']
+			WHEN 'admin' THEN ARRAY[
+				'jobqueue.jq_create_queue(text, integer, interval, interval, interval, interval, interval)',
+				'jobqueue.jq_alter_queue(text, integer, interval, interval, interval, interval, interval, boolean)',
+				'jobqueue.jq_drop_queue(text, boolean)',
+				'jobqueue.jq_pause_queue(text)',
+				'jobqueue.jq_resume_queue(text)',
+				'jobqueue.jq_cancel(bigint)',
+				'jobqueue.jq_retry(bigint, timestamp with time zone)',
+				'jobqueue.jq_retry_dead(text, text, integer)',
+				'jobqueue.jq_purge(text, interval, integer)',
+				'jobqueue.jq_reap(integer)',
+				'jobqueue.jq_explain_claim(text, integer)',
+				'jobqueue.jq_finished_count(text, jobqueue.job_status)',
+				'jobqueue.jq_counters(boolean)',
+				'jobqueue.jq_counters_reset(text)',
+				'jobqueue.jq_worker_status()',
+				'jobqueue.jq_worker_tasks()']
+			WHEN 'monitor' THEN ARRAY[
+				'jobqueue.jq_finished_count(text, jobqueue.job_status)',
+				'jobqueue.jq_counters(boolean)',
+				'jobqueue.jq_worker_status()',
+				'jobqueue.jq_worker_tasks()']
+			END) AS f(name)
+		-- functions of later versions or of other features may be missing
+		CROSS JOIN LATERAL pg_catalog.to_regprocedure(f.name) AS r(p)
+		WHERE r.p IS NOT NULL;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION jobqueue.jq_grant_role(kind text, role regrole, grant_it boolean)
+RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	f	regprocedure;
+BEGIN
+	IF kind IS NULL THEN
+		RAISE EXCEPTION 'kind must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF role IS NULL THEN
+		RAISE EXCEPTION 'role must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	-- '-'::regrole is 0, and a dropped role's OID prints as a number:
+	-- neither may reach the GRANT text
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles r WHERE r.oid = role) THEN
+		RAISE EXCEPTION 'role with OID % does not exist', role::pg_catalog.oid
+			USING ERRCODE = 'undefined_object';
+	END IF;
+	IF grant_it IS NULL THEN
+		RAISE EXCEPTION 'grant_it must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF kind NOT IN ('producer', 'worker', 'admin', 'monitor') THEN
+		RAISE EXCEPTION 'unknown set of rights "%"', kind
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'The sets are producer, worker, admin and monitor.';
+	END IF;
+	IF grant_it THEN
+		EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA jobqueue TO %s', role);
+	END IF;
+	FOR f IN SELECT * FROM jobqueue.jq_role_functions(kind) LOOP
+		EXECUTE pg_catalog.format(CASE WHEN grant_it THEN 'GRANT EXECUTE ON FUNCTION %s TO %s'
+								  ELSE 'REVOKE EXECUTE ON FUNCTION %s FROM %s' END, f, role);
+	END LOOP;
+	IF kind IN ('admin', 'monitor') THEN
+		EXECUTE pg_catalog.format(CASE WHEN grant_it THEN 'GRANT SELECT ON jobqueue.queue_stats TO %s'
+								  ELSE 'REVOKE SELECT ON jobqueue.queue_stats FROM %s' END, role);
+	END IF;
+	-- the schema goes when the role has no right left on any of our objects
+	IF NOT grant_it AND NOT EXISTS (
+		SELECT FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
+		WHERE p.pronamespace = 'jobqueue'::pg_catalog.regnamespace AND a.grantee = role
+		UNION ALL
+		SELECT FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a
+		WHERE c.relnamespace = 'jobqueue'::pg_catalog.regnamespace AND a.grantee = role)
+	THEN
+		EXECUTE pg_catalog.format('REVOKE USAGE ON SCHEMA jobqueue FROM %s', role);
+	END IF;
+END
+$$;

@@ -28,19 +28,6 @@ PG_FUNCTION_INFO_V1(jq_retry);
 PG_FUNCTION_INFO_V1(jq_retry_dead);
 PG_FUNCTION_INFO_V1(jq_explain_claim);
 
-/* Run a one-off statement with parameters; error unless it returns rc_expected. */
-static void
-jq_execute_once(const char *sql, int nargs, Oid *argtypes, Datum *values,
-				const char *nulls, int rc_expected)
-{
-	int			rc = SPI_execute_with_args(sql, nargs, argtypes, values, nulls,
-										   false, 0);
-
-	if (rc != rc_expected)
-		elog(ERROR, "jobqueue statement failed: %s: %s",
-			 SPI_result_code_string(rc), sql);
-}
-
 /* The name of the role the caller acts as, for the replay history. */
 static Datum
 jq_caller_name(void)
@@ -73,7 +60,7 @@ jq_create_queue(PG_FUNCTION_ARGS)
 	values[6] = PointerGetDatum(jq_arg_interval(fcinfo, 6, "retention", false, false));
 
 	jq_spi_connect();
-	jq_execute_once("INSERT INTO jobqueue.queues "
+	jq_execute_once("create queue", "INSERT INTO jobqueue.queues "
 					"  (queue_name, max_attempts, lease_duration, max_runtime, "
 					"   backoff_base, backoff_max, retention) "
 					"VALUES ($1, $2, $3, $4, $5, $6, $7) "
@@ -129,7 +116,7 @@ jq_alter_queue(PG_FUNCTION_ARGS)
 		values[7] = PG_GETARG_DATUM(7);
 
 	jq_spi_connect();
-	jq_execute_once("UPDATE jobqueue.queues q SET "
+	jq_execute_once("alter queue", "UPDATE jobqueue.queues q SET "
 					"  max_attempts = COALESCE($2, q.max_attempts), "
 					"  lease_duration = COALESCE($3, q.lease_duration), "
 					"  max_runtime = COALESCE($4, q.max_runtime), "
@@ -171,14 +158,14 @@ jq_drop_queue(PG_FUNCTION_ARGS)
 	values[0] = CStringGetTextDatum(queue_name);
 
 	jq_spi_connect();
-	jq_execute_once("LOCK TABLE jobqueue.jobs IN SHARE ROW EXCLUSIVE MODE",
+	jq_execute_once("lock jobs", "LOCK TABLE jobqueue.jobs IN SHARE ROW EXCLUSIVE MODE",
 					0, NULL, NULL, NULL, SPI_OK_UTILITY);
-	jq_execute_once("SELECT FROM jobqueue.queues q WHERE q.queue_name = $1 FOR UPDATE",
+	jq_execute_once("lock queue", "SELECT FROM jobqueue.queues q WHERE q.queue_name = $1 FOR UPDATE",
 					1, argtypes, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		jq_raise_unknown_queue(queue_name);
 
-	jq_execute_once("SELECT pg_catalog.count(*) FROM jobqueue.jobs j "
+	jq_execute_once("count jobs", "SELECT pg_catalog.count(*) FROM jobqueue.jobs j "
 					"WHERE j.queue_name = $1",
 					1, argtypes, values, NULL, SPI_OK_SELECT);
 	njobs = DatumGetInt64(jq_result(0, 1));
@@ -191,9 +178,9 @@ jq_drop_queue(PG_FUNCTION_ARGS)
 								  njobs, (long long) njobs),
 				 errhint("Use force => true to delete its jobs with it.")));
 
-	jq_execute_once("DELETE FROM jobqueue.jobs j WHERE j.queue_name = $1",
+	jq_execute_once("drop jobs", "DELETE FROM jobqueue.jobs j WHERE j.queue_name = $1",
 					1, argtypes, values, NULL, SPI_OK_DELETE);
-	jq_execute_once("DELETE FROM jobqueue.queues q WHERE q.queue_name = $1",
+	jq_execute_once("drop queue", "DELETE FROM jobqueue.queues q WHERE q.queue_name = $1",
 					1, argtypes, values, NULL, SPI_OK_DELETE);
 	jq_spi_finish();
 
@@ -214,7 +201,7 @@ jq_set_paused(FunctionCallInfo fcinfo, bool paused)
 	values[1] = BoolGetDatum(paused);
 
 	jq_spi_connect();
-	jq_execute_once("UPDATE jobqueue.queues q SET paused = $2 WHERE q.queue_name = $1 "
+	jq_execute_once("set paused", "UPDATE jobqueue.queues q SET paused = $2 WHERE q.queue_name = $1 "
 					"RETURNING q.notify",
 					2, argtypes, values, NULL, SPI_OK_UPDATE_RETURNING);
 	if (SPI_processed == 0)
@@ -294,8 +281,7 @@ jq_retry(PG_FUNCTION_ARGS)
 	jq_execute(JQ_PLAN_RETRY, values, nulls, SPI_OK_UPDATE_RETURNING);
 	replayed = (SPI_processed == 1);
 	if (replayed)
-		jq_count(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1),
-				 JQ_CTR_REPLAYED, 1);
+		jq_count(jq_result_name(0, 1), JQ_CTR_REPLAYED, 1);
 	if (replayed && jq_result_bool(0, 2))
 	{
 		ready = true;
@@ -375,16 +361,16 @@ jq_explain_claim(PG_FUNCTION_ARGS)
 
 	/* prepared statements outlive transactions: drop a leftover first */
 	DropPreparedStatement("jobqueue_explain_claim", false);
-	jq_execute_once(psprintf("PREPARE jobqueue_explain_claim"
+	jq_execute_once("prepare explain", psprintf("PREPARE jobqueue_explain_claim"
 							 "(text, int4, text, interval, timestamptz) AS %s",
 							 jq_plan_sql(JQ_PLAN_CLAIM)),
 					0, NULL, NULL, NULL, SPI_OK_UTILITY);
 	PG_TRY();
 	{
-		jq_execute_once("SET LOCAL plan_cache_mode = force_generic_plan",
+		jq_execute_once("set generic plan", "SET LOCAL plan_cache_mode = force_generic_plan",
 						0, NULL, NULL, NULL, SPI_OK_UTILITY);
 		/* the queue name was validated: letters, digits and _-.: only */
-		jq_execute_once(psprintf("EXPLAIN (COSTS OFF) EXECUTE jobqueue_explain_claim"
+		jq_execute_once("explain claim", psprintf("EXPLAIN (COSTS OFF) EXECUTE jobqueue_explain_claim"
 								 "(%s, %d, 'explain', NULL, pg_catalog.now())",
 								 quote_literal_cstr(queue_name), n),
 						0, NULL, NULL, NULL, SPI_OK_UTILITY);

@@ -33,10 +33,19 @@
  *	  entries are removed; a backend caches a pointer to the shared entry of
  *	  each queue it counts, valid while the generation it saw is current.
  *
+ * The table has room for jobqueue.max_counter_queues entries plus one, and
+ * never more (HASH_FIXED_SIZE: it does not grow into PostgreSQL's spare
+ * shared memory).  The extra entry is the overflow row, created with the
+ * table and never removed: once the table is full, the events of every
+ * further (database, queue) pair are added to it.  jq_counters() shows it
+ * as queue_name '*' (not a valid queue name) with dbid NULL, since it sums
+ * all databases, in every database, once it has counted anything.
+ * jq_counters_reset() without a queue name zeroes it along with the
+ * database's entries, which it frees.
+ *
  * The transaction-end flush must not raise an error (the transaction has
  * already committed), so it only finds and enters entries with HASH_FIND /
- * HASH_ENTER_NULL; when the table is full, events of new (database, queue)
- * pairs are not counted (jq_counters_reset frees entries).
+ * HASH_ENTER_NULL, and falls back to the overflow row.
  *
  *-------------------------------------------------------------------------
  */
@@ -98,7 +107,11 @@ typedef struct JqCounterShared
 {
 	LWLock	   *lock;			/* protects the hash table, see above */
 	uint64		generation;		/* bumped when entries are removed */
+	JqCounterEntry *overflow;	/* the overflow row, in the hash table */
 } JqCounterShared;
+
+/* The key of the overflow row: no database, a name no queue can have */
+#define JQ_OVERFLOW_QUEUE "*"
 
 /* A backend's pending counts for one queue of its database */
 typedef struct JqPending
@@ -129,33 +142,35 @@ typedef struct JqUndo
 
 static List *jq_undo_log = NIL;	/* in TopTransactionContext */
 
-#if PG_VERSION_NUM >= 150000
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-#endif
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
-
-static void jq_counters_shmem_request(void);
-static void jq_counters_shmem_startup(void);
 static void jq_counters_xact_callback(XactEvent event, void *arg);
 static void jq_counters_subxact_callback(SubXactEvent event,
 										 SubTransactionId mySubid,
 										 SubTransactionId parentSubid,
 										 void *arg);
 
-static Size
+/* Entries of the hash table: one per (database, queue), and the overflow row */
+#define JQ_COUNTER_ENTRIES() (jq_max_counter_queues + 1)
+
+/* Size of the shared state, requested by jobqueue.c */
+Size
 jq_counters_shmem_size(void)
 {
 	return add_size(MAXALIGN(sizeof(JqCounterShared)),
-					hash_estimate_size(jq_max_counter_queues,
+					hash_estimate_size(JQ_COUNTER_ENTRIES(),
 									   sizeof(JqCounterEntry)));
 }
 
-/*
- * Define the GUCs and, when the library is being preloaded, install the
- * shared memory hooks.  Called from _PG_init.
- */
+/* Zero the counters of entry, counting again since now (under its mutex) */
+static void
+jq_counter_entry_clear(JqCounterEntry *entry, TimestampTz now)
+{
+	memset(&entry->values, 0, sizeof(entry->values));
+	entry->since = now;
+}
+
+/* Define the GUCs of the counters.  Called from _PG_init. */
 void
-jq_counters_init(void)
+jq_counters_guc_init(void)
 {
 	DefineCustomBoolVariable("jobqueue.track_counters",
 							 "Collects the event counters shown by jobqueue.jq_counters().",
@@ -183,68 +198,52 @@ jq_counters_init(void)
 
 	DefineCustomIntVariable("jobqueue.max_counter_queues",
 							"Number of (database, queue) pairs the event counters can hold.",
-							"Events of further pairs are not counted until jobqueue.jq_counters_reset() frees entries.",
+							"Events of further pairs are added to one overflow row (queue_name '*') until jobqueue.jq_counters_reset() frees entries.",
 							&jq_max_counter_queues,
 							1000, 16, 1000000,
 							PGC_POSTMASTER, 0,
 							NULL, NULL, NULL);
-
-#if PG_VERSION_NUM >= 150000
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = jq_counters_shmem_request;
-#else
-	jq_counters_shmem_request();
-#endif
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = jq_counters_shmem_startup;
-}
-
-/* Ask for our shared memory and our LWLock. */
-static void
-jq_counters_shmem_request(void)
-{
-#if PG_VERSION_NUM >= 150000
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-#endif
-	RequestAddinShmemSpace(jq_counters_shmem_size());
-	RequestNamedLWLockTranche("jobqueue counters", 1);
 }
 
 /*
  * Create or attach to the shared state (in every process that starts, and
- * in the postmaster; EXEC_BACKEND re-attaches).
+ * in the postmaster; EXEC_BACKEND re-attaches).  Called by jobqueue.c's
+ * shmem_startup_hook with AddinShmemInitLock held.
  */
-static void
-jq_counters_shmem_startup(void)
+void
+jq_counters_shmem_init(void)
 {
 	bool		found;
 	HASHCTL		info;
 
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-
-	jq_counter_shared = NULL;
-	jq_counter_hash = NULL;
-
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-
 	jq_counter_shared = ShmemInitStruct("jobqueue counters",
 										sizeof(JqCounterShared), &found);
-	if (!found)
-	{
-		jq_counter_shared->lock = &(GetNamedLWLockTranche("jobqueue counters"))->lock;
-		jq_counter_shared->generation = 0;
-	}
 
 	memset(&info, 0, sizeof(info));
 	info.keysize = sizeof(JqCounterKey);
 	info.entrysize = sizeof(JqCounterEntry);
 	jq_counter_hash = ShmemInitHash("jobqueue counters hash",
-									jq_max_counter_queues, jq_max_counter_queues,
-									&info, HASH_ELEM | HASH_BLOBS);
+									JQ_COUNTER_ENTRIES(), JQ_COUNTER_ENTRIES(),
+									&info,
+									HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
 
-	LWLockRelease(AddinShmemInitLock);
+	if (!found)
+	{
+		JqCounterKey key;
+		JqCounterEntry *entry;
+
+		jq_counter_shared->lock = &(GetNamedLWLockTranche(JQ_COUNTERS_TRANCHE))->lock;
+		jq_counter_shared->generation = 0;
+
+		/* the table is empty, so there is room for the overflow row */
+		memset(&key, 0, sizeof(key));
+		key.dbid = InvalidOid;
+		strlcpy(key.queue_name, JQ_OVERFLOW_QUEUE, sizeof(key.queue_name));
+		entry = hash_search(jq_counter_hash, &key, HASH_ENTER, NULL);
+		SpinLockInit(&entry->mutex);
+		jq_counter_entry_clear(entry, GetCurrentTimestamp());
+		jq_counter_shared->overflow = entry;
+	}
 }
 
 /* Are counters being collected in this backend right now? */
@@ -375,8 +374,8 @@ jq_count_call(const char *queue_name, JqCounter calls, instr_time *start)
 /*
  * Find (or, if create, make) the shared entry of our database and
  * pending->queue_name.  Called with the lock held in shared mode; may
- * release and re-take it.  Returns NULL when the table is full.  Never
- * raises an error.
+ * release and re-take it.  Returns the overflow row when the table is full.
+ * Never raises an error.
  */
 static JqCounterEntry *
 jq_counter_entry(JqPending *pending)
@@ -402,13 +401,15 @@ jq_counter_entry(JqPending *pending)
 		if (entry != NULL && !found)
 		{
 			SpinLockInit(&entry->mutex);
-			memset(&entry->values, 0, sizeof(entry->values));
-			entry->since = GetCurrentTimestamp();
+			jq_counter_entry_clear(entry, GetCurrentTimestamp());
 		}
 		LWLockRelease(jq_counter_shared->lock);
 		LWLockAcquire(jq_counter_shared->lock, LW_SHARED);
 		/* an entry may have been removed while we had no lock: look again */
 		entry = hash_search(jq_counter_hash, &key, HASH_FIND, NULL);
+		/* the table is full: count in the overflow row */
+		if (entry == NULL)
+			entry = jq_counter_shared->overflow;
 	}
 	pending->entry = entry;
 	pending->generation = jq_counter_shared->generation;
@@ -459,15 +460,12 @@ jq_counters_flush(bool events_too)
 		}
 
 		entry = jq_counter_entry(p);
-		if (entry != NULL)
-		{
-			SpinLockAcquire(&entry->mutex);
-			for (i = 0; i < JQ_NUM_COUNTERS; i++)
-				entry->values.counts[i] += p->values.counts[i];
-			entry->values.claim_time += p->values.claim_time;
-			entry->values.complete_time += p->values.complete_time;
-			SpinLockRelease(&entry->mutex);
-		}
+		SpinLockAcquire(&entry->mutex);
+		for (i = 0; i < JQ_NUM_COUNTERS; i++)
+			entry->values.counts[i] += p->values.counts[i];
+		entry->values.claim_time += p->values.claim_time;
+		entry->values.complete_time += p->values.complete_time;
+		SpinLockRelease(&entry->mutex);
 		memset(&p->values, 0, sizeof(p->values));
 	}
 	LWLockRelease(jq_counter_shared->lock);
@@ -563,7 +561,9 @@ jq_require_counters(void)
  *		returns setof record (see the 1.1 script for the columns)
  *
  * The counters of the current database, one row per queue (queue_name NULL:
- * fenced completions and refused heartbeats of jobs that no longer exist).
+ * fenced completions and refused heartbeats of jobs that no longer exist),
+ * and the overflow row (dbid NULL, queue_name '*': queues of any database
+ * that found the table full) once it has counted something.
  * all_databases needs pg_read_all_stats (or superuser).  The calling
  * backend's own counts are published at the end of each of its
  * transactions, so a transaction sees its own events only after it ends.
@@ -601,7 +601,9 @@ jq_counters(PG_FUNCTION_ARGS)
 		int			col = 0;
 		int			i;
 
-		if (!all_databases && entry->key.dbid != MyDatabaseId)
+		bool		overflow = (entry == jq_counter_shared->overflow);
+
+		if (!overflow && !all_databases && entry->key.dbid != MyDatabaseId)
 			continue;
 
 		SpinLockAcquire(&entry->mutex);
@@ -609,8 +611,21 @@ jq_counters(PG_FUNCTION_ARGS)
 		since = entry->since;
 		SpinLockRelease(&entry->mutex);
 
+		if (overflow)
+		{
+			bool		any = false;
+
+			for (i = 0; i < JQ_NUM_COUNTERS; i++)
+				any |= (v.counts[i] != 0);
+			if (!any)
+				continue;
+		}
+
 		memset(nulls, false, sizeof(nulls));
-		values[col++] = ObjectIdGetDatum(entry->key.dbid);
+		if (overflow)
+			nulls[col++] = true;
+		else
+			values[col++] = ObjectIdGetDatum(entry->key.dbid);
 		if (entry->key.queue_name[0] == '\0')
 			nulls[col++] = true;
 		else
@@ -634,12 +649,14 @@ jq_counters(PG_FUNCTION_ARGS)
  * jq_counters_reset(queue_name text DEFAULT NULL) returns void
  *
  * Removes the counters of one queue, or of every queue of the current
- * database (NULL), which frees their entries.
+ * database (NULL), which frees their entries.  NULL also zeroes the
+ * overflow row, which is never removed.
  */
 Datum
 jq_counters_reset(PG_FUNCTION_ARGS)
 {
 	char	   *queue_name = PG_ARGISNULL(0) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(0));
+	TimestampTz now = GetCurrentTimestamp();
 	HASH_SEQ_STATUS seq;
 	JqCounterEntry *entry;
 
@@ -649,6 +666,16 @@ jq_counters_reset(PG_FUNCTION_ARGS)
 	hash_seq_init(&seq, jq_counter_hash);
 	while ((entry = hash_seq_search(&seq)) != NULL)
 	{
+		if (entry == jq_counter_shared->overflow)
+		{
+			if (queue_name == NULL)
+			{
+				SpinLockAcquire(&entry->mutex);
+				jq_counter_entry_clear(entry, now);
+				SpinLockRelease(&entry->mutex);
+			}
+			continue;
+		}
 		if (entry->key.dbid != MyDatabaseId)
 			continue;
 		if (queue_name != NULL && strcmp(entry->key.queue_name, queue_name) != 0)
@@ -692,8 +719,7 @@ jq_count_fenced(const int64 *ids, int nids, int64 nfenced, JqCounter c)
 		jq_execute(JQ_PLAN_JOB_QUEUES, values, NULL, SPI_OK_SELECT);
 		for (i = 0; i < SPI_processed && nfenced > 0; i++, nfenced--)
 		{
-			char	   *queue_name = SPI_getvalue(SPI_tuptable->vals[i],
-												  SPI_tuptable->tupdesc, 1);
+			char	   *queue_name = jq_result_name(i, 1);
 
 			jq_count(queue_name, c, 1);
 			if (first == NULL)
@@ -740,8 +766,7 @@ jq_count_completions(const int64 *ids, int nids, int idcol, int qcol,
 		done_ids = palloc(sizeof(int64) * ndone);
 	for (i = 0; i < ndone; i++)
 	{
-		char	   *queue_name = SPI_getvalue(SPI_tuptable->vals[i],
-											  SPI_tuptable->tupdesc, qcol);
+		char	   *queue_name = jq_result_name(i, qcol);
 
 		jq_count(queue_name, JQ_CTR_COMPLETED, 1);
 		if (call_queue == NULL)

@@ -1,77 +1,85 @@
 /*-------------------------------------------------------------------------
  *
  * jobqueue.c
- *	  Module entry point and configuration parameters of jobqueue.
+ *	  Module entry point of jobqueue: GUCs of every part, shared memory.
  *
  * Everything that only needs SQL works when the library is loaded on demand
  * by CREATE EXTENSION.  Shared memory and the background workers exist only
  * when the library is in shared_preload_libraries; _PG_init then asks for
- * them (see shmem.c and launcher.c).
+ * them: the shared memory hooks are installed here, once, and call the
+ * size and init functions of counters.c and shmem.c.
  *
  *-------------------------------------------------------------------------
  */
 #include "jobqueue.h"
 
 #include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
 #include "utils/guc.h"
 
 PG_MODULE_MAGIC;
 
-/* Hot-path limits, all settable per session. */
-int			jq_max_claim_batch = 1000;
-int			jq_max_payload_size = 1024 * 1024;
-int			jq_max_error_length = 2048;
-int			jq_error_history = 10;
+#if PG_VERSION_NUM >= 150000
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+#endif
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 void		_PG_init(void);
 
+/*
+ * Ask for the shared memory and the locks of the counters (counters.c) and
+ * of the workers (shmem.c).
+ */
+static void
+jq_shmem_request(void)
+{
+#if PG_VERSION_NUM >= 150000
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+#endif
+	RequestAddinShmemSpace(add_size(jq_counters_shmem_size(),
+									jq_workers_shmem_size()));
+	RequestNamedLWLockTranche(JQ_COUNTERS_TRANCHE, 1);
+	RequestNamedLWLockTranche(JQ_SHMEM_NAME, jq_workers_lock_count());
+}
+
+/* Create or attach to the shared state of the counters and the workers. */
+static void
+jq_shmem_startup(void)
+{
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	jq_counters_shmem_init();
+	jq_workers_shmem_init();
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/*
+ * Each part defines its own GUCs in its own file; shared memory is asked
+ * for here, once, for all parts.
+ */
 void
 _PG_init(void)
 {
-	DefineCustomIntVariable("jobqueue.max_claim_batch",
-							"Largest number of jobs one jq_claim call may lease.",
-							NULL,
-							&jq_max_claim_batch,
-							1000, 1, 1000000,
-							PGC_USERSET, 0,
-							NULL, NULL, NULL);
-
-	DefineCustomIntVariable("jobqueue.max_payload_size",
-							"Largest accepted job payload.",
-							"Measured on the stored jsonb value, before compression.",
-							&jq_max_payload_size,
-							1024 * 1024, 1, MaxAllocSize - VARHDRSZ,
-							PGC_SUSET, GUC_UNIT_BYTE,
-							NULL, NULL, NULL);
-
-	/*
-	 * At most 64 kB x error_history (at most 1000) entries keeps a job's
-	 * history far below jsonb's 256 MB limit, so appending to it never fails.
-	 */
-	DefineCustomIntVariable("jobqueue.max_error_length",
-							"Longest error message kept in a job's history.",
-							"Longer messages are cut on a character boundary.",
-							&jq_max_error_length,
-							2048, 16, 64 * 1024,
-							PGC_USERSET, GUC_UNIT_BYTE,
-							NULL, NULL, NULL);
-
-	DefineCustomIntVariable("jobqueue.error_history",
-							"Number of failures kept in a job's error history.",
-							"Older entries are dropped, newest are kept.",
-							&jq_error_history,
-							10, 1, 1000,
-							PGC_USERSET, 0,
-							NULL, NULL, NULL);
-
-	/* event counters: their GUCs, and shared memory when preloaded */
-	jq_counters_init();
-
-	/* background workers: their GUCs always, the rest only when preloaded */
+	jq_lifecycle_guc_init();
+	jq_counters_guc_init();
 	jq_worker_guc_init();
+
 	if (process_shared_preload_libraries_in_progress)
 	{
-		jq_shmem_init();
+#if PG_VERSION_NUM >= 150000
+		prev_shmem_request_hook = shmem_request_hook;
+		shmem_request_hook = jq_shmem_request;
+#else
+		jq_shmem_request();
+#endif
+		prev_shmem_startup_hook = shmem_startup_hook;
+		shmem_startup_hook = jq_shmem_startup;
+
 		jq_utility_init();
 		if (!IsBinaryUpgrade)
 			jq_launcher_register();

@@ -4,8 +4,9 @@
  *	  Declarations shared by the files of the jobqueue extension.
  *
  * The extension is split by responsibility:
- *	  jobqueue.c	module entry (_PG_init) and GUCs
+ *	  jobqueue.c	module entry (_PG_init), shared memory hooks
  *	  plans.c		the per-backend cache of prepared SPI statements
+ *	  spi.c			running statements and reading their results
  *	  validate.c	argument checks shared by every SQL function
  *	  lifecycle.c	enqueue, claim, complete, fail, heartbeat, release
  *	  admin.c		queue administration, cancel and replay
@@ -49,7 +50,11 @@
 #define JQ_ERROR_CODE_MAXLEN	128
 #define JQ_IDEMPOTENCY_KEY_MAXLEN 512
 
-/* GUCs (jobqueue.c) */
+/* Names of the shared memory areas and of their LWLock tranches */
+#define JQ_SHMEM_NAME "jobqueue"
+#define JQ_COUNTERS_TRANCHE "jobqueue counters"
+
+/* GUCs of the hot path (lifecycle.c) */
 extern int	jq_max_claim_batch;
 extern int	jq_max_payload_size;
 extern int	jq_max_error_length;
@@ -76,6 +81,8 @@ typedef enum JqPlanId
 	JQ_PLAN_RETRY,
 	JQ_PLAN_RETRY_DEAD,
 	JQ_PLAN_REAP,
+	JQ_PLAN_REAP_CANDIDATES,
+	JQ_PLAN_REAP_ONE,
 	JQ_PLAN_PURGE,
 	JQ_PLAN_QUEUE_NAMES,
 	JQ_PLAN_READY_QUEUES,
@@ -88,22 +95,33 @@ typedef enum JqPlanId
 
 extern SPIPlanPtr jq_plan(JqPlanId id);
 extern const char *jq_plan_sql(JqPlanId id);
-extern void jq_spi_connect(void);
-extern void jq_spi_finish(void);
+extern const char *jq_plan_name(JqPlanId id);
+extern bool jq_plan_read_only(JqPlanId id);
 
-/* Statement execution and result access (lifecycle.c) */
+/* Statement execution and result access (spi.c) */
 #define JQ_NOTNULL ' '
 #define JQ_ISNULL 'n'
+extern void jq_spi_connect(void);
+extern void jq_spi_finish(void);
 extern void jq_execute(JqPlanId id, Datum *values, const char *nulls,
 					   int rc_expected);
+extern void jq_execute_once(const char *name, const char *sql, int nargs,
+							Oid *argtypes, Datum *values, const char *nulls,
+							int rc_expected);
+extern bool jq_execute_subxact(JqPlanId id, Datum *values, const char *nulls,
+							   int rc_expected, ErrorData **edata);
 extern Datum jq_result(uint64 row, int col);
+extern Datum jq_result_nullable(uint64 row, int col, bool *isnull);
 extern bool jq_result_bool(uint64 row, int col);
+extern char *jq_result_name(uint64 row, int col);
 extern char *jq_result_cstring(uint64 row, int col);
+
+/* lifecycle.c */
+extern void jq_lifecycle_guc_init(void);
 extern bool jq_require_queue(const char *queue_name);
 
 /* Argument validation (validate.c); each raises an ERROR on bad input */
 extern char *jq_arg_queue_name(FunctionCallInfo fcinfo, int argno);
-extern void jq_check_queue_name(const char *name);
 extern text *jq_arg_nonempty_text(FunctionCallInfo fcinfo, int argno,
 								  const char *what, int maxlen);
 extern int64 jq_arg_int8(FunctionCallInfo fcinfo, int argno, const char *what);
@@ -166,7 +184,9 @@ typedef enum JqCounter
 extern bool jq_track_counters;
 extern int	jq_max_counter_queues;
 extern int	jq_exact_count_limit;
-extern void jq_counters_init(void);
+extern void jq_counters_guc_init(void);
+extern Size jq_counters_shmem_size(void);
+extern void jq_counters_shmem_init(void);
 extern bool jq_counting(void);
 extern void jq_count(const char *queue_name, JqCounter c, int64 n);
 extern void jq_count_start(instr_time *start);
@@ -293,9 +313,9 @@ extern void jq_worker_guc_init(void);
 extern bool jq_database_wanted(const char *dbname);
 
 /* shmem.c */
-extern void jq_workers_shmem_request(void);
-extern void jq_workers_shmem_startup(void);
-extern void jq_shmem_init(void);
+extern Size jq_workers_shmem_size(void);
+extern int	jq_workers_lock_count(void);
+extern void jq_workers_shmem_init(void);
 extern JqDatabaseEntry *jq_entry_find(Oid dboid);
 extern JqDatabaseEntry *jq_entry_get(Oid dboid);
 extern JqDatabaseEntry *jq_my_entry(void);

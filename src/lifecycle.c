@@ -26,6 +26,7 @@
 #include "mb/pg_wchar.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
@@ -39,57 +40,56 @@ PG_FUNCTION_INFO_V1(jq_heartbeat);
 PG_FUNCTION_INFO_V1(jq_release);
 
 
-/* Run prepared statement id; raise an error unless it returned rc_expected. */
+/* Hot-path limits, all settable per session. */
+int			jq_max_claim_batch = 1000;
+int			jq_max_payload_size = 1024 * 1024;
+int			jq_max_error_length = 2048;
+int			jq_error_history = 10;
+
+/* Define the GUCs of the hot path.  Called from _PG_init. */
 void
-jq_execute(JqPlanId id, Datum *values, const char *nulls, int rc_expected)
+jq_lifecycle_guc_init(void)
 {
-	int			rc = SPI_execute_plan(jq_plan(id), values, nulls, false, 0);
+	DefineCustomIntVariable("jobqueue.max_claim_batch",
+							"Largest number of jobs one jq_claim call may lease.",
+							NULL,
+							&jq_max_claim_batch,
+							1000, 1, 1000000,
+							PGC_USERSET, 0,
+							NULL, NULL, NULL);
 
-	if (rc != rc_expected)
-		elog(ERROR, "jobqueue statement %d failed: %s",
-			 (int) id, SPI_result_code_string(rc));
-}
+	/*
+	 * Up to 1 GB, as documented.  No value can be larger than 1 GB less its
+	 * header (the limit of any varlena, jsonb's is lower still), so at the
+	 * top of the range the setting means "no limit of our own".
+	 */
+	DefineCustomIntVariable("jobqueue.max_payload_size",
+							"Largest accepted job payload.",
+							"Measured on the stored jsonb value, before compression.",
+							&jq_max_payload_size,
+							1024 * 1024, 1, 1024 * 1024 * 1024,
+							PGC_SUSET, GUC_UNIT_BYTE,
+							NULL, NULL, NULL);
 
-/* Column col of result row row, which must not be NULL. */
-Datum
-jq_result(uint64 row, int col)
-{
-	bool		isnull;
-	Datum		d = SPI_getbinval(SPI_tuptable->vals[row],
-								  SPI_tuptable->tupdesc, col, &isnull);
+	/*
+	 * At most 64 kB x error_history (at most 1000) entries keeps a job's
+	 * history far below jsonb's 256 MB limit, so appending to it never fails.
+	 */
+	DefineCustomIntVariable("jobqueue.max_error_length",
+							"Longest error message kept in a job's history.",
+							"Longer messages are cut on a character boundary.",
+							&jq_max_error_length,
+							2048, 16, 64 * 1024,
+							PGC_USERSET, GUC_UNIT_BYTE,
+							NULL, NULL, NULL);
 
-	if (isnull)
-		elog(ERROR, "unexpected null in column %d of a jobqueue result", col);
-	return d;
-}
-
-/* Is column col of result row row true (NULL counts as false)? */
-bool
-jq_result_bool(uint64 row, int col)
-{
-	bool		isnull;
-	Datum		d = SPI_getbinval(SPI_tuptable->vals[row],
-								  SPI_tuptable->tupdesc, col, &isnull);
-
-	return !isnull && DatumGetBool(d);
-}
-
-/*
- * Column col of result row row as a C string, copied into the memory
- * context that was current at SPI_connect so that it survives SPI_finish.
- */
-char *
-jq_result_cstring(uint64 row, int col)
-{
-	char	   *s = SPI_getvalue(SPI_tuptable->vals[row],
-								 SPI_tuptable->tupdesc, col);
-	char	   *copy;
-
-	if (s == NULL)
-		elog(ERROR, "unexpected null in column %d of a jobqueue result", col);
-	copy = SPI_palloc(strlen(s) + 1);
-	strcpy(copy, s);
-	return copy;
+	DefineCustomIntVariable("jobqueue.error_history",
+							"Number of failures kept in a job's error history.",
+							"Older entries are dropped, newest are kept.",
+							&jq_error_history,
+							10, 1, 1000,
+							PGC_USERSET, 0,
+							NULL, NULL, NULL);
 }
 
 /*
@@ -323,6 +323,9 @@ jq_claim(PG_FUNCTION_ARGS)
 	jq_spi_connect();
 	jq_execute(JQ_PLAN_CLAIM, values, nulls, SPI_OK_SELECT);
 	jq_count(queue_name, JQ_CTR_CLAIMED, (int64) SPI_processed);
+	/* leases that may expire: the worker pool should come by soon */
+	if (SPI_processed > 0)
+		jq_note_activity();
 	for (i = 0; i < SPI_processed; i++)
 	{
 		Datum		row[5];
@@ -487,10 +490,8 @@ jq_fail(PG_FUNCTION_ARGS)
 	fenced = (SPI_processed == 0);
 	if (!fenced)
 	{
-		char	   *queue_name = SPI_getvalue(SPI_tuptable->vals[0],
-											  SPI_tuptable->tupdesc, 2);
-		char	   *new_status = SPI_getvalue(SPI_tuptable->vals[0],
-											  SPI_tuptable->tupdesc, 1);
+		char	   *queue_name = jq_result_name(0, 2);
+		char	   *new_status = jq_result_name(0, 1);
 
 		status = jq_result(0, 1);	/* an enum: an OID, passed by value */
 		jq_count(queue_name, DatumGetBool(values[4]) ?

@@ -13,44 +13,65 @@
  */
 #include "jobqueue.h"
 
+#include "catalog/pg_type.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 PG_FUNCTION_INFO_V1(jq_reap);
 PG_FUNCTION_INFO_V1(jq_purge);
 
 /*
- * Reap up to max_jobs running jobs whose lease has expired (database clock):
- * each goes back to pending with backoff, or to dead when it has used all
- * its attempts; LEASE_EXPIRED is appended to its error history.  Rows that
- * another transaction has locked (a worker completing just now) are skipped
- * and left for the next batch.
- *
- * Returns the number of jobs reaped.  When woken_queues is not NULL, the
- * name of each queue that got a job ready at once is appended to it, once;
- * the list and its strings are allocated in result_cxt, which must outlive
- * the SPI connection.
+ * Jobs this backend could not reap (an error caused by the row, such as a
+ * backoff that overflows a timestamp).  They are left out of its later
+ * batches, so that one bad row does not make every batch fail and fall back
+ * to one job at a time, and each is reported once.  Another session, or
+ * the worker after a restart, tries them again.  Kept in TopMemoryContext.
  */
-int64
-jq_reap_batch(int max_jobs, List **woken_queues, MemoryContext result_cxt)
+#define JQ_REAP_MAX_SKIPPED 1000
+static int64 *reap_skipped = NULL;
+static int	reap_nskipped = 0;
+
+/* The ids to leave out, as an int8[] datum in the current memory context. */
+static Datum
+jq_reap_skipped_array(void)
 {
-	Datum		values[3];
-	uint64		reaped;
+	Datum	   *elems = palloc(sizeof(Datum) * (reap_nskipped + 1));
+	int			i;
+
+	for (i = 0; i < reap_nskipped; i++)
+		elems[i] = Int64GetDatum(reap_skipped[i]);
+	return PointerGetDatum(construct_array(elems, reap_nskipped, INT8OID,
+										   sizeof(int64), FLOAT8PASSBYVAL,
+										   TYPALIGN_DOUBLE));
+}
+
+static void
+jq_reap_skip(int64 id)
+{
+	if (reap_skipped == NULL)
+		reap_skipped = MemoryContextAlloc(TopMemoryContext,
+										  sizeof(int64) * JQ_REAP_MAX_SKIPPED);
+	if (reap_nskipped < JQ_REAP_MAX_SKIPPED)
+		reap_skipped[reap_nskipped++] = id;
+}
+
+/*
+ * Count and collect the woken queues of a reap statement whose result is in
+ * SPI_tuptable.  Returns the number of jobs reaped.
+ */
+static uint64
+jq_reap_result(List **woken_queues, MemoryContext result_cxt)
+{
+	uint64		reaped = SPI_processed;
 	uint64		i;
-
-	values[0] = Int32GetDatum(max_jobs);
-	values[1] = TimestampTzGetDatum(GetCurrentTimestamp());
-	values[2] = Int32GetDatum(jq_error_history);
-
-	jq_execute(JQ_PLAN_REAP, values, NULL, SPI_OK_UPDATE_RETURNING);
-	reaped = SPI_processed;
 
 	if (jq_counting())
 	{
 		for (i = 0; i < reaped; i++)
 		{
-			char	   *queue_name = SPI_getvalue(SPI_tuptable->vals[i],
-												  SPI_tuptable->tupdesc, 1);
+			char	   *queue_name = jq_result_name(i, 1);
 
 			jq_count(queue_name, JQ_CTR_LEASES_EXPIRED, 1);
 			jq_count(queue_name, jq_result_bool(i, 3) ?
@@ -68,8 +89,7 @@ jq_reap_batch(int max_jobs, List **woken_queues, MemoryContext result_cxt)
 
 			if (!jq_result_bool(i, 2))
 				continue;
-			queue_name = SPI_getvalue(SPI_tuptable->vals[i],
-									  SPI_tuptable->tupdesc, 1);
+			queue_name = jq_result_name(i, 1);
 			foreach(lc, *woken_queues)
 			{
 				if (strcmp((char *) lfirst(lc), queue_name) == 0)
@@ -86,6 +106,73 @@ jq_reap_batch(int max_jobs, List **woken_queues, MemoryContext result_cxt)
 				MemoryContextSwitchTo(oldcontext);
 			}
 		}
+	}
+	return reaped;
+}
+
+/*
+ * Reap up to max_jobs running jobs whose lease has expired (database clock):
+ * each goes back to pending with backoff, or to dead when it has used all
+ * its attempts; LEASE_EXPIRED is appended to its error history.  Rows that
+ * another transaction has locked (a worker completing just now) are skipped
+ * and left for the next batch.
+ *
+ * The batch runs in a subtransaction.  When it fails because of the data
+ * (a row whose backoff overflows, say: an error of class 22, 23 or 54), the
+ * expired jobs are reaped one at a time, each in a subtransaction of its
+ * own, and those that fail are skipped with a WARNING naming the job; any
+ * other error (cancel, read-only transaction, serialization) is raised.
+ *
+ * Returns the number of jobs reaped.  When woken_queues is not NULL, the
+ * name of each queue that got a job ready at once is appended to it, once;
+ * the list and its strings are allocated in result_cxt, which must outlive
+ * the SPI connection.
+ */
+int64
+jq_reap_batch(int max_jobs, List **woken_queues, MemoryContext result_cxt)
+{
+	Datum		values[4];
+	ErrorData  *edata;
+	int64	   *ids;
+	uint64		nids;
+	uint64		reaped = 0;
+	uint64		i;
+
+	values[0] = Int32GetDatum(max_jobs);
+	values[1] = TimestampTzGetDatum(GetCurrentTimestamp());
+	values[2] = Int32GetDatum(jq_error_history);
+	values[3] = jq_reap_skipped_array();
+
+	if (jq_execute_subxact(JQ_PLAN_REAP, values, NULL,
+						   SPI_OK_UPDATE_RETURNING, &edata))
+		return (int64) jq_reap_result(woken_queues, result_cxt);
+	FreeErrorData(edata);
+
+	/* one job at a time: first the ids the batch would have taken */
+	values[2] = values[3];
+	jq_execute(JQ_PLAN_REAP_CANDIDATES, values, NULL, SPI_OK_SELECT);
+	nids = SPI_processed;
+	ids = palloc(sizeof(int64) * (nids + 1));
+	for (i = 0; i < nids; i++)
+		ids[i] = DatumGetInt64(jq_result(i, 1));
+
+	values[2] = Int32GetDatum(jq_error_history);
+	for (i = 0; i < nids; i++)
+	{
+		values[0] = Int64GetDatum(ids[i]);
+		if (jq_execute_subxact(JQ_PLAN_REAP_ONE, values, NULL,
+							   SPI_OK_UPDATE_RETURNING, &edata))
+		{
+			reaped += jq_reap_result(woken_queues, result_cxt);
+			continue;
+		}
+		ereport(WARNING,
+				(errcode(edata->sqlerrcode),
+				 errmsg("could not reap job %lld: %s",
+						(long long) ids[i], edata->message),
+				 errdetail("The job was left as it is; this session skips it from now on.")));
+		FreeErrorData(edata);
+		jq_reap_skip(ids[i]);
 	}
 	return (int64) reaped;
 }

@@ -63,11 +63,46 @@
 	"'$[last - $keep + 1 to last]', " \
 	"pg_catalog.jsonb_build_object('keep', " KEEP "))"
 
+/*
+ * Reap the jobs of CTE c (ids of running jobs whose lease expired, locked):
+ * back to pending with backoff, or dead when the attempts are used up, with
+ * LEASE_EXPIRED in the history.  $2 is now, $3 the history length.  The
+ * queue's backoff is looked up per job with a default, so that a job whose
+ * queue row is missing is still reaped instead of filling every batch
+ * forever.
+ */
+#define JQ_REAP_SQL \
+	"UPDATE jobqueue.jobs j SET " \
+	"  status = CASE WHEN j.attempt_count >= j.max_attempts " \
+	"           THEN 'dead' ELSE 'pending' END::jobqueue.job_status, " \
+	"  available_at = CASE WHEN j.attempt_count >= j.max_attempts " \
+	"           THEN j.available_at ELSE $2 + " \
+	JQ_BACKOFF_SQL("COALESCE((SELECT q.backoff_base FROM jobqueue.queues q " \
+				   "WHERE q.queue_name = j.queue_name), interval '10 seconds')", \
+				   "COALESCE((SELECT q.backoff_max FROM jobqueue.queues q " \
+				   "WHERE q.queue_name = j.queue_name), interval '1 hour')", \
+				   "j.attempt_count") " END, " \
+	"  finished_at = CASE WHEN j.attempt_count >= j.max_attempts " \
+	"           THEN $2 ELSE NULL END, " \
+	"  lease_owner = NULL, lease_expires_at = NULL, " \
+	"  last_error_code = '" JQ_LEASE_EXPIRED_CODE "', " \
+	"  errors = " JQ_APPEND_ERROR_SQL( \
+		"pg_catalog.jsonb_build_object('attempt', j.attempt_count, 'at', $2, " \
+		"'code', '" JQ_LEASE_EXPIRED_CODE "', " \
+		"'message', 'lease expired at ' || j.lease_expires_at::text, " \
+		"'retryable', true, 'owner', j.lease_owner)", \
+		"$3") " " \
+	"WHERE j.id = ANY (ARRAY(SELECT c.id FROM c)) " \
+	"RETURNING j.queue_name, j.status = 'pending' AND j.available_at <= $2, " \
+	"  j.status = 'dead'"
+
 typedef struct JqPlanSpec
 {
 	const char *sql;
 	int			nargs;
 	Oid			argtypes[8];
+	const char *name;			/* for error messages */
+	bool		read_only;		/* a SELECT: runs in the caller's snapshot */
 } JqPlanSpec;
 
 static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
@@ -86,13 +121,15 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"ON CONFLICT (queue_name, idempotency_key) WHERE idempotency_key IS NOT NULL "
 		"DO NOTHING "
 		"RETURNING j.id, (SELECT q.notify FROM q)",
-		7, {TEXTOID, JSONBOID, INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID, TIMESTAMPTZOID}
+		7, {TEXTOID, JSONBOID, INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID, TIMESTAMPTZOID},
+		.name = "enqueue"
 	},
 	/* JQ_PLAN_ENQUEUE_EXISTING: $1 queue, $2 idempotency key */
 	[JQ_PLAN_ENQUEUE_EXISTING] = {
 		"SELECT j.id FROM jobqueue.jobs j "
 		"WHERE j.queue_name = $1 AND j.idempotency_key = $2",
-		2, {TEXTOID, TEXTOID}
+		2, {TEXTOID, TEXTOID},
+		.name = "enqueue existing"
 	},
 	/*
 	 * JQ_PLAN_ENQUEUE_MANY: $1 queue, $2 payloads, $3 priority, $4 run_at,
@@ -107,12 +144,14 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"FROM q, pg_catalog.unnest($2) WITH ORDINALITY AS p(payload, ord) "
 		"ORDER BY p.ord "
 		"RETURNING j.id, (SELECT q.notify FROM q)",
-		5, {TEXTOID, JSONBARRAYOID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID}
+		5, {TEXTOID, JSONBARRAYOID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID},
+		.name = "enqueue many"
 	},
 	/* JQ_PLAN_QUEUE_EXISTS: $1 queue */
 	[JQ_PLAN_QUEUE_EXISTS] = {
 		"SELECT q.paused, q.notify FROM jobqueue.queues q WHERE q.queue_name = $1",
-		1, {TEXTOID}
+		1, {TEXTOID},
+		.name = "queue exists", .read_only = true
 	},
 	/*
 	 * JQ_PLAN_CLAIM: $1 queue, $2 n, $3 owner, $4 lease, $5 now.
@@ -140,7 +179,8 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"                j.lease_expires_at, j.priority, j.available_at) "
 		"SELECT u.id, u.payload, u.attempt_count, u.lease_token, u.lease_expires_at "
 		"FROM u ORDER BY u.priority DESC, u.available_at, u.id",
-		5, {TEXTOID, INT4OID, TEXTOID, INTERVALOID, TIMESTAMPTZOID}
+		5, {TEXTOID, INT4OID, TEXTOID, INTERVALOID, TIMESTAMPTZOID},
+		.name = "claim"
 	},
 	/*
 	 * JQ_PLAN_COMPLETE: $1 id, $2 token, $3 now.  Only the current lease
@@ -152,7 +192,8 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"WHERE j.id = $1 AND j.lease_token = $2 AND (j.status = 'running') IS TRUE "
 		"  AND j.lease_expires_at > $3 "
 		"RETURNING j.queue_name",
-		3, {INT8OID, INT8OID, TIMESTAMPTZOID}
+		3, {INT8OID, INT8OID, TIMESTAMPTZOID},
+		.name = "complete"
 	},
 	/*
 	 * JQ_PLAN_COMPLETE_MANY: $1 ids, $2 tokens, $3 now; same rule per job.
@@ -166,7 +207,8 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"WHERE j.id = t.id AND j.lease_token = t.token AND (j.status = 'running') IS TRUE "
 		"  AND j.lease_expires_at > $3 "
 		"RETURNING j.id, j.queue_name",
-		3, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID}
+		3, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID},
+		.name = "complete many"
 	},
 	/*
 	 * JQ_PLAN_FAIL: $1 id, $2 token, $3 error code, $4 message, $5
@@ -192,7 +234,8 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"WHERE q.queue_name = j.queue_name AND j.id = $1 AND j.lease_token = $2 "
 		"  AND (j.status = 'running') IS TRUE AND j.lease_expires_at > $7 "
 		"RETURNING j.status, j.queue_name",
-		8, {INT8OID, INT8OID, TEXTOID, TEXTOID, BOOLOID, INTERVALOID, TIMESTAMPTZOID, INT4OID}
+		8, {INT8OID, INT8OID, TEXTOID, TEXTOID, BOOLOID, INTERVALOID, TIMESTAMPTZOID, INT4OID},
+		.name = "fail"
 	},
 	/*
 	 * JQ_PLAN_HEARTBEAT: $1 id, $2 token, $3 extend, $4 now.  Never past
@@ -208,7 +251,8 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"  AND (j.status = 'running') IS TRUE AND j.lease_expires_at > $4 "
 		"  AND j.started_at + q.max_runtime > $4 "
 		"RETURNING j.lease_expires_at, j.queue_name",
-		4, {INT8OID, INT8OID, INTERVALOID, TIMESTAMPTZOID}
+		4, {INT8OID, INT8OID, INTERVALOID, TIMESTAMPTZOID},
+		.name = "heartbeat"
 	},
 	/*
 	 * JQ_PLAN_RELEASE: $1 id, $2 token, $3 delay, $4 now.  The attempt is
@@ -222,7 +266,8 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"  AND j.lease_expires_at > $4 "
 		"RETURNING j.queue_name, j.available_at <= $4 AND "
 		"  (SELECT q.notify FROM jobqueue.queues q WHERE q.queue_name = j.queue_name)",
-		4, {INT8OID, INT8OID, INTERVALOID, TIMESTAMPTZOID}
+		4, {INT8OID, INT8OID, INTERVALOID, TIMESTAMPTZOID},
+		.name = "release"
 	},
 	/* JQ_PLAN_CANCEL: $1 id, $2 now */
 	[JQ_PLAN_CANCEL] = {
@@ -230,7 +275,8 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"  lease_expires_at = NULL "
 		"WHERE j.id = $1 AND j.status IN ('pending', 'running') "
 		"RETURNING j.queue_name",
-		2, {INT8OID, TIMESTAMPTZOID}
+		2, {INT8OID, TIMESTAMPTZOID},
+		.name = "cancel"
 	},
 	/*
 	 * JQ_PLAN_RETRY: $1 id, $2 run_at, $3 now, $4 user, $5 history length.
@@ -247,7 +293,8 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"WHERE j.id = $1 AND j.status IN ('dead', 'cancelled') "
 		"RETURNING j.queue_name, j.available_at <= $3 AND "
 		"  (SELECT q.notify FROM jobqueue.queues q WHERE q.queue_name = j.queue_name)",
-		5, {INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, INT4OID}
+		5, {INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, INT4OID},
+		.name = "retry"
 	},
 	/*
 	 * JQ_PLAN_RETRY_DEAD: $1 queue, $2 error code or NULL, $3 max jobs, $4
@@ -267,45 +314,48 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 			"'by', $5, 'previous_status', j.status)",
 			"$6") " "
 		"WHERE j.id = ANY (ARRAY(SELECT c.id FROM c))",
-		6, {TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID, TEXTOID, INT4OID}
+		6, {TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID, TEXTOID, INT4OID},
+		.name = "retry dead"
 	},
 	/*
-	 * JQ_PLAN_REAP: $1 max jobs, $2 now, $3 history length.
+	 * JQ_PLAN_REAP: $1 max jobs, $2 now, $3 history length, $4 ids to
+	 * leave out (jobs this backend could not reap before).
 	 *
 	 * Expired leases, oldest first, skipping rows a worker is completing
-	 * right now.  The queue's backoff is looked up per job with a default,
-	 * so that a job whose queue row is missing is still reaped instead of
-	 * filling every batch forever.
+	 * right now.
 	 */
 	[JQ_PLAN_REAP] = {
 		"WITH c AS (SELECT j.id FROM jobqueue.jobs j "
 		"           WHERE j.status = 'running' AND j.lease_expires_at <= $2 "
+		"             AND j.id <> ALL ($4) "
 		"           ORDER BY j.lease_expires_at LIMIT $1 "
 		"           FOR UPDATE OF j SKIP LOCKED) "
-		"UPDATE jobqueue.jobs j SET "
-		"  status = CASE WHEN j.attempt_count >= j.max_attempts "
-		"           THEN 'dead' ELSE 'pending' END::jobqueue.job_status, "
-		"  available_at = CASE WHEN j.attempt_count >= j.max_attempts "
-		"           THEN j.available_at ELSE $2 + "
-		JQ_BACKOFF_SQL("COALESCE((SELECT q.backoff_base FROM jobqueue.queues q "
-					   "WHERE q.queue_name = j.queue_name), interval '10 seconds')",
-					   "COALESCE((SELECT q.backoff_max FROM jobqueue.queues q "
-					   "WHERE q.queue_name = j.queue_name), interval '1 hour')",
-					   "j.attempt_count") " END, "
-		"  finished_at = CASE WHEN j.attempt_count >= j.max_attempts "
-		"           THEN $2 ELSE NULL END, "
-		"  lease_owner = NULL, lease_expires_at = NULL, "
-		"  last_error_code = '" JQ_LEASE_EXPIRED_CODE "', "
-		"  errors = " JQ_APPEND_ERROR_SQL(
-			"pg_catalog.jsonb_build_object('attempt', j.attempt_count, 'at', $2, "
-			"'code', '" JQ_LEASE_EXPIRED_CODE "', "
-			"'message', 'lease expired at ' || j.lease_expires_at::text, "
-			"'retryable', true, 'owner', j.lease_owner)",
-			"$3") " "
-		"WHERE j.id = ANY (ARRAY(SELECT c.id FROM c)) "
-		"RETURNING j.queue_name, j.status = 'pending' AND j.available_at <= $2, "
-		"  j.status = 'dead'",
-		3, {INT4OID, TIMESTAMPTZOID, INT4OID}
+		JQ_REAP_SQL,
+		4, {INT4OID, TIMESTAMPTZOID, INT4OID, INT8ARRAYOID},
+		.name = "reap"
+	},
+	/*
+	 * JQ_PLAN_REAP_CANDIDATES: $1 max jobs, $2 now, $3 ids to leave out.
+	 * The jobs JQ_PLAN_REAP would pick, for reaping them one at a time
+	 * after a batch failed.
+	 */
+	[JQ_PLAN_REAP_CANDIDATES] = {
+		"SELECT j.id FROM jobqueue.jobs j "
+		"WHERE j.status = 'running' AND j.lease_expires_at <= $2 "
+		"  AND j.id <> ALL ($3) "
+		"ORDER BY j.lease_expires_at LIMIT $1",
+		3, {INT4OID, TIMESTAMPTZOID, INT8ARRAYOID},
+		.name = "reap candidates", .read_only = true
+	},
+	/* JQ_PLAN_REAP_ONE: $1 id, $2 now, $3 history length; as JQ_PLAN_REAP */
+	[JQ_PLAN_REAP_ONE] = {
+		"WITH c AS (SELECT j.id FROM jobqueue.jobs j "
+		"           WHERE j.id = $1 AND j.status = 'running' "
+		"             AND j.lease_expires_at <= $2 "
+		"           FOR UPDATE OF j SKIP LOCKED) "
+		JQ_REAP_SQL,
+		3, {INT8OID, TIMESTAMPTZOID, INT4OID},
+		.name = "reap one"
 	},
 	/*
 	 * JQ_PLAN_PURGE: $1 queue, $2 older_than or NULL (the queue's
@@ -319,12 +369,14 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"           ORDER BY j.finished_at LIMIT $3 "
 		"           FOR UPDATE OF j SKIP LOCKED) "
 		"DELETE FROM jobqueue.jobs j WHERE j.id = ANY (ARRAY(SELECT c.id FROM c))",
-		4, {TEXTOID, INTERVALOID, INT4OID, TIMESTAMPTZOID}
+		4, {TEXTOID, INTERVALOID, INT4OID, TIMESTAMPTZOID},
+		.name = "purge"
 	},
 	/* JQ_PLAN_QUEUE_NAMES: every queue, for the worker's purge pass */
 	[JQ_PLAN_QUEUE_NAMES] = {
 		"SELECT q.queue_name FROM jobqueue.queues q ORDER BY q.queue_name",
-		0, {InvalidOid}
+		0, {InvalidOid},
+		.name = "queue names", .read_only = true
 	},
 	/*
 	 * JQ_PLAN_READY_QUEUES: $1 after, $2 up to.  The queues (with
@@ -354,13 +406,15 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"    WHERE j.queue_name = q.queue_name AND j.status = 'pending' "
 		"      AND j.priority = p.priority "
 		"      AND j.available_at > $1 AND j.available_at <= $2))",
-		2, {TIMESTAMPTZOID, TIMESTAMPTZOID}
+		2, {TIMESTAMPTZOID, TIMESTAMPTZOID},
+		.name = "ready queues", .read_only = true
 	},
 	/* JQ_PLAN_NOTIFY_QUEUES: queues whose listeners are woken */
 	[JQ_PLAN_NOTIFY_QUEUES] = {
 		"SELECT q.queue_name FROM jobqueue.queues q "
 		"WHERE q.notify AND NOT q.paused ORDER BY q.queue_name",
-		0, {InvalidOid}
+		0, {InvalidOid},
+		.name = "notify queues", .read_only = true
 	},
 	/*
 	 * JQ_PLAN_JOB_QUEUES: $1 job ids.  The queues of jobs whose complete or
@@ -368,7 +422,8 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 */
 	[JQ_PLAN_JOB_QUEUES] = {
 		"SELECT j.queue_name FROM jobqueue.jobs j WHERE j.id = ANY ($1)",
-		1, {INT8ARRAYOID}
+		1, {INT8ARRAYOID},
+		.name = "job queues", .read_only = true
 	},
 	/*
 	 * JQ_PLAN_NEXT_LEASE_EXPIRY: when the earliest lease runs out, so the
@@ -378,7 +433,8 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	[JQ_PLAN_NEXT_LEASE_EXPIRY] = {
 		"SELECT pg_catalog.min(j.lease_expires_at) FROM jobqueue.jobs j "
 		"WHERE j.status = 'running'",
-		0, {InvalidOid}
+		0, {InvalidOid},
+		.name = "next lease expiry", .read_only = true
 	},
 	/*
 	 * JQ_PLAN_PURGE_DUE: $1 max jobs, $2 now.  One batch of finished jobs
@@ -399,7 +455,8 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"d AS (DELETE FROM jobqueue.jobs j WHERE j.id = ANY (ARRAY(SELECT c.id FROM c)) "
 		"      RETURNING j.queue_name) "
 		"SELECT d.queue_name, pg_catalog.count(*) FROM d GROUP BY d.queue_name",
-		2, {INT4OID, TIMESTAMPTZOID}
+		2, {INT4OID, TIMESTAMPTZOID},
+		.name = "purge due"
 	},
 };
 
@@ -422,10 +479,11 @@ jq_plan(JqPlanId id)
 							  (Oid *) plan_specs[id].argtypes,
 							  CURSOR_OPT_GENERIC_PLAN);
 	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed for jobqueue statement %d: %s",
-			 (int) id, SPI_result_code_string(SPI_result));
+		elog(ERROR, "SPI_prepare failed for jobqueue statement \"%s\": %s",
+			 plan_specs[id].name, SPI_result_code_string(SPI_result));
 	if (SPI_keepplan(plan) != 0)
-		elog(ERROR, "SPI_keepplan failed for jobqueue statement %d", (int) id);
+		elog(ERROR, "SPI_keepplan failed for jobqueue statement \"%s\"",
+			 plan_specs[id].name);
 	plans[id] = plan;
 	return plan;
 }
@@ -438,20 +496,22 @@ jq_plan_sql(JqPlanId id)
 	return plan_specs[id].sql;
 }
 
-void
-jq_spi_connect(void)
+/* The name of statement id, for error messages. */
+const char *
+jq_plan_name(JqPlanId id)
 {
-	int			rc = SPI_connect();
-
-	if (rc != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(rc));
+	Assert(id >= 0 && id < JQ_NUM_PLANS);
+	return plan_specs[id].name;
 }
 
-void
-jq_spi_finish(void)
+/*
+ * Does statement id only read?  Then it runs with read_only = true: no
+ * new snapshot, no command counter increment.  Not for a read that must
+ * see rows committed while the function ran (JQ_PLAN_ENQUEUE_EXISTING).
+ */
+bool
+jq_plan_read_only(JqPlanId id)
 {
-	int			rc = SPI_finish();
-
-	if (rc != SPI_OK_FINISH)
-		elog(ERROR, "SPI_finish failed: %s", SPI_result_code_string(rc));
+	Assert(id >= 0 && id < JQ_NUM_PLANS);
+	return plan_specs[id].read_only;
 }

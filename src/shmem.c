@@ -50,20 +50,14 @@
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 
-#define JQ_SHMEM_NAME "jobqueue"
-
 /* The shared state; NULL in a backend where the library was not preloaded. */
 JqShared   *jq_shared = NULL;
-
-#if PG_VERSION_NUM >= 150000
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-#endif
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 /* This backend's registry entry, found once and checked at each use */
 static int	my_entry_index = -1;
 
-static Size
+/* Size of the shared state, requested by jobqueue.c */
+Size
 jq_workers_shmem_size(void)
 {
 	Size		size = MAXALIGN(sizeof(JqShared));
@@ -74,24 +68,21 @@ jq_workers_shmem_size(void)
 	return size;
 }
 
-/*
- * Ask for the shared memory and the locks (the main lock and one per pool
- * slot).  In the shmem_request_hook (PostgreSQL 15+), else from _PG_init.
- */
-void
-jq_workers_shmem_request(void)
+/* Number of locks in the tranche: the main lock and one per pool slot */
+int
+jq_workers_lock_count(void)
 {
-	RequestAddinShmemSpace(jq_workers_shmem_size());
-	RequestNamedLWLockTranche(JQ_SHMEM_NAME, 1 + jq_max_workers);
+	return 1 + jq_max_workers;
 }
 
 /*
- * Create or attach to the shared state.  Runs in the postmaster at start-up
- * and after a crash (then everything starts empty), and in each backend
- * under EXEC_BACKEND.  The caller holds AddinShmemInitLock.
+ * Create or attach to the shared state; called by jobqueue.c's
+ * shmem_startup_hook with AddinShmemInitLock held.  Runs in the postmaster
+ * at start-up and after a crash (then everything starts empty), and in each
+ * backend under EXEC_BACKEND.
  */
 void
-jq_workers_shmem_startup(void)
+jq_workers_shmem_init(void)
 {
 	bool		found;
 	char	   *base;
@@ -124,43 +115,6 @@ jq_workers_shmem_startup(void)
 			jq_shared->workers[i].entry = -1;
 		}
 	}
-}
-
-#if PG_VERSION_NUM >= 150000
-static void
-jq_shmem_request(void)
-{
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-	jq_workers_shmem_request();
-}
-#endif
-
-static void
-jq_shmem_startup(void)
-{
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	jq_workers_shmem_startup();
-	LWLockRelease(AddinShmemInitLock);
-}
-
-/*
- * Install the shared memory hooks.  Called from _PG_init while
- * shared_preload_libraries is being processed, never later.
- */
-void
-jq_shmem_init(void)
-{
-#if PG_VERSION_NUM >= 150000
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = jq_shmem_request;
-#else
-	jq_workers_shmem_request();
-#endif
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = jq_shmem_startup;
 }
 
 /*

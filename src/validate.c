@@ -36,38 +36,47 @@ jq_check_not_null(FunctionCallInfo fcinfo, int argno, const char *what)
 }
 
 /*
- * Check that name is a valid queue name: 1 to 128 characters, each an ASCII
- * letter, digit, or one of "_-.:".  Queue names appear in NOTIFY payloads
- * and metric labels, so we keep them plain.
+ * Check that the len bytes at name are a valid queue name: 1 to 128
+ * characters, each an ASCII letter, digit, or one of "_-.:".  Queue names
+ * appear in NOTIFY payloads and metric labels, so we keep them plain.
+ *
+ * The characters are checked first, so that a name is called too long only
+ * when it is made of valid characters; those are all one byte long, so the
+ * length in bytes is then the length in characters.  Only the first 129
+ * bytes are looked at: a longer name is either invalid there or too long.
  */
-void
-jq_check_queue_name(const char *name)
+static void
+jq_check_queue_name(const char *name, int len)
 {
-	size_t		len = strlen(name);
-	const char *p;
+	int			i;
 
 	if (len == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("queue name must not be empty")));
+	for (i = 0; i < len && i <= JQ_QUEUE_NAME_MAXLEN; i++)
+	{
+		char		c = name[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			  (c >= '0' && c <= '9') ||
+			  c == '_' || c == '-' || c == '.' || c == ':'))
+		{
+			/* quote at most 128 characters of a long name */
+			int			shown = pg_mbcharcliplen(name, len, JQ_QUEUE_NAME_MAXLEN);
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_NAME),
+					 errmsg("invalid queue name \"%.*s%s\"", shown, name,
+							shown < len ? "..." : ""),
+					 errdetail("Queue names consist of letters, digits and the characters \"_\", \"-\", \".\" and \":\".")));
+		}
+	}
 	if (len > JQ_QUEUE_NAME_MAXLEN)
 		ereport(ERROR,
 				(errcode(ERRCODE_NAME_TOO_LONG),
 				 errmsg("queue name is too long"),
 				 errdetail("Queue names have at most %d characters.",
 						   JQ_QUEUE_NAME_MAXLEN)));
-	for (p = name; *p; p++)
-	{
-		char		c = *p;
-
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-			  (c >= '0' && c <= '9') ||
-			  c == '_' || c == '-' || c == '.' || c == ':'))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_NAME),
-					 errmsg("invalid queue name \"%s\"", name),
-					 errdetail("Queue names consist of letters, digits and the characters \"_\", \"-\", \".\" and \":\".")));
-	}
 }
 
 /* The queue name in argument argno, checked; palloc'd in the caller's context. */
@@ -75,27 +84,11 @@ char *
 jq_arg_queue_name(FunctionCallInfo fcinfo, int argno)
 {
 	text	   *t;
-	char	   *name;
 
 	jq_check_not_null(fcinfo, argno, "queue name");
 	t = PG_GETARG_TEXT_PP(argno);
-
-	/*
-	 * Cheap length check first, so that a huge argument is not copied.  A
-	 * name of at most 128 characters that is longer in bytes has non-ASCII
-	 * characters: let jq_check_queue_name say that, not "too long".
-	 */
-	if (VARSIZE_ANY_EXHDR(t) > JQ_QUEUE_NAME_MAXLEN &&
-		(VARSIZE_ANY_EXHDR(t) > JQ_QUEUE_NAME_MAXLEN * pg_database_encoding_max_length() ||
-		 pg_mbstrlen_with_len(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t)) > JQ_QUEUE_NAME_MAXLEN))
-		ereport(ERROR,
-				(errcode(ERRCODE_NAME_TOO_LONG),
-				 errmsg("queue name is too long"),
-				 errdetail("Queue names have at most %d characters.",
-						   JQ_QUEUE_NAME_MAXLEN)));
-	name = text_to_cstring(t);
-	jq_check_queue_name(name);
-	return name;
+	jq_check_queue_name(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
+	return text_to_cstring(t);
 }
 
 /*

@@ -538,8 +538,7 @@ jq_announce_marked(void)
 		jq_execute(JQ_PLAN_NOTIFY_QUEUES, NULL, NULL, SPI_OK_SELECT);
 		for (i = 0; i < SPI_processed; i++)
 			Async_Notify(JQ_NOTIFY_CHANNEL,
-						 SPI_getvalue(SPI_tuptable->vals[i],
-									  SPI_tuptable->tupdesc, 1));
+						 jq_result_name(i, 1));
 		n += SPI_processed;
 	}
 	jq_work_end();

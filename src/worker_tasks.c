@@ -74,8 +74,7 @@ jq_task_reap(TimestampTz now, List **ready, MemoryContext cxt, bool *more)
 		Datum		d;
 
 		jq_execute(JQ_PLAN_NEXT_LEASE_EXPIRY, NULL, NULL, SPI_OK_SELECT);
-		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
-						  &isnull);
+		d = jq_result_nullable(0, 1, &isnull);
 		next_lease_expiry = isnull ? 0 : DatumGetTimestampTz(d);
 	}
 	return n;
@@ -100,8 +99,7 @@ jq_task_announce(TimestampTz now, List **ready, MemoryContext cxt, bool *more)
 	jq_execute(JQ_PLAN_READY_QUEUES, values, NULL, SPI_OK_SELECT);
 	for (i = 0; i < SPI_processed; i++)
 		*ready = jq_add_name(*ready,
-							 SPI_getvalue(SPI_tuptable->vals[i],
-										  SPI_tuptable->tupdesc, 1),
+							 jq_result_name(i, 1),
 							 cxt);
 	foreach(lc, *ready)
 	{
@@ -131,12 +129,9 @@ jq_task_purge(TimestampTz now, List **ready, MemoryContext cxt, bool *more)
 	/* one row per queue: its name and how many of its jobs were deleted */
 	for (i = 0; i < SPI_processed; i++)
 	{
-		bool		isnull;
-		int64		count = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
-														SPI_tuptable->tupdesc,
-														2, &isnull));
+		int64		count = DatumGetInt64(jq_result(i, 2));
 
-		jq_count(SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1),
+		jq_count(jq_result_name(i, 1),
 				 JQ_CTR_PURGED, count);
 		n += count;
 	}

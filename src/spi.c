@@ -1,0 +1,189 @@
+/*-------------------------------------------------------------------------
+ *
+ * spi.c
+ *	  Running statements and reading their results: the one SPI layer of
+ *	  jobqueue.
+ *
+ * Every statement goes through here: the kept statements of plans.c by
+ * their id (jq_execute), one-off administrative statements by their text
+ * (jq_execute_once), and a kept statement in a subtransaction that may fail
+ * on the data it reads (jq_execute_subxact).  Errors name the statement
+ * (its name in plans.c); statements marked read-only there run read-only,
+ * in the caller's snapshot.  The jq_result* functions read the result of
+ * the last statement, in SPI_tuptable, by row and column.
+ *
+ * Memory: strings that must outlive the SPI connection are copied into the
+ * memory context that was current at SPI_connect (jq_result_cstring);
+ * jq_result_name returns a string in SPI memory, valid until SPI_finish.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "jobqueue.h"
+
+#include "access/xact.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+
+void
+jq_spi_connect(void)
+{
+	int			rc = SPI_connect();
+
+	if (rc != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(rc));
+}
+
+void
+jq_spi_finish(void)
+{
+	int			rc = SPI_finish();
+
+	if (rc != SPI_OK_FINISH)
+		elog(ERROR, "SPI_finish failed: %s", SPI_result_code_string(rc));
+}
+
+/* Run kept statement id; raise an error unless it returned rc_expected. */
+void
+jq_execute(JqPlanId id, Datum *values, const char *nulls, int rc_expected)
+{
+	int			rc = SPI_execute_plan(jq_plan(id), values, nulls,
+									  jq_plan_read_only(id), 0);
+
+	if (rc != rc_expected)
+		elog(ERROR, "jobqueue statement \"%s\" failed: %s",
+			 jq_plan_name(id), SPI_result_code_string(rc));
+}
+
+/*
+ * Run a one-off statement (administration, cold paths) named name, with
+ * parameters; raise an error unless it returned rc_expected.
+ */
+void
+jq_execute_once(const char *name, const char *sql, int nargs, Oid *argtypes,
+				Datum *values, const char *nulls, int rc_expected)
+{
+	int			rc = SPI_execute_with_args(sql, nargs, argtypes, values, nulls,
+										   false, 0);
+
+	if (rc != rc_expected)
+		elog(ERROR, "jobqueue statement \"%s\" failed: %s",
+			 name, SPI_result_code_string(rc));
+}
+
+/*
+ * Is edata an error caused by the data a statement read (a value out of
+ * range, a violated constraint, a value too large), as opposed to one about
+ * the session or the transaction (cancel, read-only, serialization)?
+ */
+static bool
+jq_error_is_data(ErrorData *edata)
+{
+	int			category = ERRCODE_TO_CATEGORY(edata->sqlerrcode);
+
+	return category == ERRCODE_DATA_EXCEPTION ||
+		category == ERRCODE_INTEGRITY_CONSTRAINT_VIOLATION ||
+		category == ERRCODE_PROGRAM_LIMIT_EXCEEDED;
+}
+
+/*
+ * Run kept statement id as jq_execute does, in a subtransaction (the
+ * pattern of a PL/pgSQL block with an EXCEPTION clause).  Returns true when
+ * it succeeded; its result is in SPI_tuptable.  When it failed with an
+ * error caused by the data, the subtransaction is rolled back, the error is
+ * returned in *edata (in the caller's memory context) and false returned;
+ * any other error is raised again after the rollback.
+ */
+bool
+jq_execute_subxact(JqPlanId id, Datum *values, const char *nulls,
+				   int rc_expected, ErrorData **edata)
+{
+	MemoryContext oldcontext = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	volatile bool ok = true;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcontext);
+	PG_TRY();
+	{
+		jq_execute(id, values, nulls, rc_expected);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcontext);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *e;
+
+		MemoryContextSwitchTo(oldcontext);
+		e = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcontext);
+		CurrentResourceOwner = oldowner;
+		if (!jq_error_is_data(e))
+			ReThrowError(e);
+		*edata = e;
+		ok = false;
+	}
+	PG_END_TRY();
+	return ok;
+}
+
+/* Column col of result row row, which must not be NULL. */
+Datum
+jq_result(uint64 row, int col)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(SPI_tuptable->vals[row],
+								  SPI_tuptable->tupdesc, col, &isnull);
+
+	if (isnull)
+		elog(ERROR, "unexpected null in column %d of a jobqueue result", col);
+	return d;
+}
+
+/* Column col of result row row, or (Datum) 0 with *isnull set. */
+Datum
+jq_result_nullable(uint64 row, int col, bool *isnull)
+{
+	return SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc,
+						 col, isnull);
+}
+
+/* Is column col of result row row true (NULL counts as false)? */
+bool
+jq_result_bool(uint64 row, int col)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(SPI_tuptable->vals[row],
+								  SPI_tuptable->tupdesc, col, &isnull);
+
+	return !isnull && DatumGetBool(d);
+}
+
+/*
+ * Column col of result row row as a C string in SPI memory (valid until
+ * SPI_finish), or NULL.  For queue names and statuses read while connected.
+ */
+char *
+jq_result_name(uint64 row, int col)
+{
+	return SPI_getvalue(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col);
+}
+
+/*
+ * Column col of result row row as a C string, copied into the memory
+ * context that was current at SPI_connect so that it survives SPI_finish.
+ */
+char *
+jq_result_cstring(uint64 row, int col)
+{
+	char	   *s = jq_result_name(row, col);
+	char	   *copy;
+
+	if (s == NULL)
+		elog(ERROR, "unexpected null in column %d of a jobqueue result", col);
+	copy = SPI_palloc(strlen(s) + 1);
+	strcpy(copy, s);
+	return copy;
+}
