@@ -104,7 +104,8 @@ jq_utility_xact_callback(XactEvent event, void *arg)
 		wake = rescan = true;
 	}
 
-	if (event == XACT_EVENT_COMMIT && extension_ddl != JQ_EXT_DDL_NONE)
+	if (event == XACT_EVENT_COMMIT && extension_ddl != JQ_EXT_DDL_NONE &&
+		jq_worker_enabled)
 	{
 		JqDatabaseEntry *entry;
 

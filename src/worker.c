@@ -927,8 +927,8 @@ jq_worker_status(PG_FUNCTION_ARGS)
  *
  * One row per worker task in the current database: its interval, last
  * complete run, how many runs and items, consecutive failures and the last
- * error.  No rows without shared_preload_libraries or before the launcher
- * registered the database.
+ * error.  No rows without shared_preload_libraries, with the workers off,
+ * or before the launcher registered the database.
  */
 Datum
 jq_worker_tasks_status(PG_FUNCTION_ARGS)
@@ -938,7 +938,7 @@ jq_worker_tasks_status(PG_FUNCTION_ARGS)
 	JqDatabaseEntry entry;
 	bool		found = false;
 
-	if (jq_shared != NULL)
+	if (jq_shared != NULL && jq_worker_enabled)
 	{
 		JqDatabaseEntry *e;
 
