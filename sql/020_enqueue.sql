@@ -93,6 +93,18 @@ SET jobqueue.max_payload_size = '10MB';
 \echo :LAST_ERROR_SQLSTATE
 RESET ROLE;
 DROP ROLE regress_jq_user;
+-- a payload read from a table where it is stored out of line (a TOAST
+-- pointer) is measured by its size, as any other
+CREATE TABLE toasted (p jsonb);
+ALTER TABLE toasted ALTER COLUMN p SET STORAGE EXTERNAL;
+INSERT INTO toasted SELECT jsonb_build_object('s', repeat('x', 64 * 1024));
+SELECT jobqueue.jq_enqueue('q_enq', p) IS NOT NULL AS enqueued FROM toasted;
+SELECT count(*) FROM toasted t, jobqueue.jq_enqueue_many('q_enq', ARRAY[t.p]);
+SET jobqueue.max_payload_size = '32kB';
+SELECT jobqueue.jq_enqueue('q_enq', p) FROM toasted;
+\echo :LAST_ERROR_SQLSTATE
+RESET jobqueue.max_payload_size;
+DROP TABLE toasted;
 -- a payload stored compressed is still measured by its full size
 SET jobqueue.max_payload_size = '4kB';
 SELECT jobqueue.jq_enqueue('q_enq', jsonb_build_object('s', repeat('x', 100000)));

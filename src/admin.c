@@ -245,7 +245,7 @@ jq_cancel(PG_FUNCTION_ARGS)
 
 	jq_spi_connect();
 	jq_execute(JQ_PLAN_CANCEL, values, NULL, SPI_OK_UPDATE_RETURNING);
-	cancelled = (SPI_processed == 1);
+	cancelled = (jq_note_outcome(JQ_TR_CANCEL, 0, NULL, NULL, NULL) == 1);
 	jq_spi_finish();
 
 	PG_RETURN_BOOL(cancelled);
@@ -265,8 +265,6 @@ jq_retry(PG_FUNCTION_ARGS)
 	char		nulls[5];
 	bool		isnull;
 	bool		replayed;
-	bool		ready = false;
-	char	   *queue_name = NULL;
 
 	memset(nulls, JQ_NOTNULL, sizeof(nulls));
 	values[0] = Int64GetDatum(jq_arg_int8(fcinfo, 0, "job id"));
@@ -279,18 +277,8 @@ jq_retry(PG_FUNCTION_ARGS)
 
 	jq_spi_connect();
 	jq_execute(JQ_PLAN_RETRY, values, nulls, SPI_OK_UPDATE_RETURNING);
-	replayed = (SPI_processed == 1);
-	if (replayed)
-		jq_count(jq_result_name(0, 1), JQ_CTR_REPLAYED, 1);
-	if (replayed && jq_result_bool(0, 2))
-	{
-		ready = true;
-		queue_name = jq_result_cstring(0, 1);
-	}
+	replayed = (jq_note_outcome(JQ_TR_REPLAY, 0, NULL, NULL, NULL) == 1);
 	jq_spi_finish();
-
-	if (ready)
-		jq_wakeup_queue(queue_name);
 
 	PG_RETURN_BOOL(replayed);
 }
@@ -308,7 +296,6 @@ jq_retry_dead(PG_FUNCTION_ARGS)
 	Datum		values[6];
 	char		nulls[6];
 	uint64		count;
-	bool		notify;
 
 	memset(nulls, JQ_NOTNULL, sizeof(nulls));
 	values[0] = CStringGetTextDatum(queue_name);
@@ -323,14 +310,10 @@ jq_retry_dead(PG_FUNCTION_ARGS)
 	values[5] = Int32GetDatum(jq_error_history);
 
 	jq_spi_connect();
-	notify = jq_require_queue(queue_name);
-	jq_execute(JQ_PLAN_RETRY_DEAD, values, nulls, SPI_OK_UPDATE);
-	count = SPI_processed;
-	jq_count(queue_name, JQ_CTR_REPLAYED, (int64) count);
+	jq_require_queue(queue_name);
+	jq_execute(JQ_PLAN_RETRY_DEAD, values, nulls, SPI_OK_UPDATE_RETURNING);
+	count = jq_note_outcome(JQ_TR_REPLAY, 0, NULL, NULL, NULL);
 	jq_spi_finish();
-
-	if (count > 0 && notify)
-		jq_wakeup_queue(queue_name);
 
 	PG_RETURN_INT64((int64) count);
 }

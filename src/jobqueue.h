@@ -87,7 +87,6 @@ typedef enum JqPlanId
 	JQ_PLAN_QUEUE_NAMES,
 	JQ_PLAN_READY_QUEUES,
 	JQ_PLAN_NOTIFY_QUEUES,
-	JQ_PLAN_JOB_QUEUES,
 	JQ_PLAN_NEXT_LEASE_EXPIRY,
 	JQ_PLAN_PURGE_DUE,
 	JQ_NUM_PLANS
@@ -116,7 +115,26 @@ extern bool jq_result_bool(uint64 row, int col);
 extern char *jq_result_name(uint64 row, int col);
 extern char *jq_result_cstring(uint64 row, int col);
 
-/* lifecycle.c */
+/*
+ * State transitions of a job (lifecycle.c).  Statements that move jobs
+ * return the same outcome columns, which jq_note_outcome turns into event
+ * counts and wake-ups.
+ */
+typedef enum JqTransition
+{
+	JQ_TR_ENQUEUE,
+	JQ_TR_COMPLETE,
+	JQ_TR_FAIL_RETRYABLE,
+	JQ_TR_FAIL_PERMANENT,
+	JQ_TR_HEARTBEAT,
+	JQ_TR_RELEASE,
+	JQ_TR_CANCEL,
+	JQ_TR_REPLAY,
+	JQ_TR_REAP
+} JqTransition;
+
+extern uint64 jq_note_outcome(JqTransition t, uint64 nasked, List **woken,
+							  MemoryContext woken_cxt, char **first_queue);
 extern void jq_lifecycle_guc_init(void);
 extern bool jq_require_queue(const char *queue_name);
 
@@ -192,10 +210,6 @@ extern void jq_count(const char *queue_name, JqCounter c, int64 n);
 extern void jq_count_start(instr_time *start);
 extern void jq_count_call(const char *queue_name, JqCounter calls,
 						  instr_time *start);
-extern char *jq_count_fenced(const int64 *ids, int nids, int64 nfenced,
-							 JqCounter c);
-extern void jq_count_completions(const int64 *ids, int nids, int idcol,
-								 int qcol, instr_time *start);
 
 /*
  * Background workers (shmem.c, launcher.c, worker.c, worker_tasks.c,

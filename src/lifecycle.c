@@ -93,6 +93,158 @@ jq_lifecycle_guc_init(void)
 }
 
 /*
+ * The events of one row of an outcome: job moved by transition t into
+ * status (NULL: the caller's request was refused).
+ */
+static void
+jq_count_outcome(JqTransition t, const char *queue_name, const char *status,
+				 int64 n)
+{
+	if (status == NULL)
+	{
+		if (t == JQ_TR_COMPLETE)
+			jq_count(queue_name, JQ_CTR_COMPLETE_FENCED, n);
+		else if (t == JQ_TR_HEARTBEAT)
+			jq_count(queue_name, JQ_CTR_HEARTBEAT_REFUSED, n);
+		return;
+	}
+	switch (t)
+	{
+		case JQ_TR_ENQUEUE:
+			jq_count(queue_name, JQ_CTR_ENQUEUED, n);
+			return;
+		case JQ_TR_COMPLETE:
+			jq_count(queue_name, JQ_CTR_COMPLETED, n);
+			return;
+		case JQ_TR_FAIL_RETRYABLE:
+			jq_count(queue_name, JQ_CTR_FAILED_RETRYABLE, n);
+			break;
+		case JQ_TR_FAIL_PERMANENT:
+			jq_count(queue_name, JQ_CTR_FAILED_PERMANENT, n);
+			break;
+		case JQ_TR_REAP:
+			jq_count(queue_name, JQ_CTR_LEASES_EXPIRED, n);
+			break;
+		case JQ_TR_REPLAY:
+			jq_count(queue_name, JQ_CTR_REPLAYED, n);
+			return;
+		default:
+			return;				/* heartbeat, release, cancel */
+	}
+	/* a failed attempt: retried or dead */
+	jq_count(queue_name, strcmp(status, "dead") == 0 ?
+			 JQ_CTR_DEAD_LETTERED : JQ_CTR_RETRIES_SCHEDULED, n);
+}
+
+/*
+ * Note what a statement of transition t did, from its result in
+ * SPI_tuptable, whose first three columns are the outcome (see
+ * JQ_OUTCOME_SQL in plans.c): count the events per queue, and wake the
+ * listeners of each queue in which a job became ready -- or, when woken is
+ * not NULL, add the queue to *woken once (allocated in woken_cxt) for the
+ * caller to announce.  nasked jobs were asked for by id; those without a
+ * row are counted as refused with the queue unknown.  Must be called while
+ * connected to SPI.
+ *
+ * Returns the number of jobs moved (rows with a status).  *first_queue, if
+ * not NULL, receives the first queue of the result (in SPI memory), or NULL.
+ */
+uint64
+jq_note_outcome(JqTransition t, uint64 nasked, List **woken,
+				MemoryContext woken_cxt, char **first_queue)
+{
+	bool		counting = jq_counting();
+	uint64		moved = 0;
+	uint64		i;
+	/* the current run of rows with the same queue and status */
+	char	   *run_queue = NULL;
+	char	   *run_status = NULL;
+	int64		run_n = 0;
+	Datum		prev_queue = (Datum) 0;
+	bool		prev_queue_null = true;
+	Oid			prev_status = InvalidOid;
+
+	if (first_queue != NULL)
+		*first_queue = NULL;
+
+	for (i = 0; i < SPI_processed; i++)
+	{
+		bool		queue_null;
+		bool		status_null;
+		Datum		queue = jq_result_nullable(i, 1, &queue_null);
+		Datum		status = jq_result_nullable(i, 2, &status_null);
+		Oid			status_oid = status_null ? InvalidOid : DatumGetObjectId(status);
+		bool		same;
+
+		if (!status_null)
+			moved++;
+
+		/* rows come in runs of one queue: look at the name only when it changes */
+		same = (i > 0 && queue_null == prev_queue_null &&
+				(queue_null ||
+				 (VARSIZE_ANY_EXHDR(DatumGetPointer(queue)) ==
+				  VARSIZE_ANY_EXHDR(DatumGetPointer(prev_queue)) &&
+				  memcmp(VARDATA_ANY(DatumGetPointer(queue)),
+						 VARDATA_ANY(DatumGetPointer(prev_queue)),
+						 VARSIZE_ANY_EXHDR(DatumGetPointer(queue))) == 0)));
+		if (!same)
+		{
+			if (counting && run_n > 0)
+				jq_count_outcome(t, run_queue, run_status, run_n);
+			run_n = 0;
+			run_queue = queue_null ? NULL : jq_result_name(i, 1);
+			run_status = status_null ? NULL : jq_result_name(i, 2);
+			prev_queue = queue;
+			prev_queue_null = queue_null;
+			prev_status = status_oid;
+			if (i == 0 && first_queue != NULL)
+				*first_queue = run_queue;
+		}
+		else if (status_oid != prev_status)
+		{
+			if (counting && run_n > 0)
+				jq_count_outcome(t, run_queue, run_status, run_n);
+			run_n = 0;
+			run_status = status_null ? NULL : jq_result_name(i, 2);
+			prev_status = status_oid;
+		}
+		run_n++;
+
+		if (jq_result_bool(i, 3) && run_queue != NULL)
+		{
+			if (woken == NULL)
+				jq_wakeup_queue(run_queue);
+			else
+			{
+				ListCell   *lc;
+				bool		seen = false;
+
+				foreach(lc, *woken)
+				{
+					if (strcmp((char *) lfirst(lc), run_queue) == 0)
+					{
+						seen = true;
+						break;
+					}
+				}
+				if (!seen)
+				{
+					MemoryContext oldcontext = MemoryContextSwitchTo(woken_cxt);
+
+					*woken = lappend(*woken, pstrdup(run_queue));
+					MemoryContextSwitchTo(oldcontext);
+				}
+			}
+		}
+	}
+	if (counting && run_n > 0)
+		jq_count_outcome(t, run_queue, run_status, run_n);
+	if (counting && nasked > SPI_processed)
+		jq_count_outcome(t, NULL, NULL, (int64) (nasked - SPI_processed));
+	return moved;
+}
+
+/*
  * Error out if queue_name does not exist.  Used when a statement returned
  * no rows, to tell "nothing to do" from "no such queue" without paying for
  * a second lookup on the common path.  Returns the queue's notify setting.
@@ -107,18 +259,6 @@ jq_require_queue(const char *queue_name)
 	if (SPI_processed == 0)
 		jq_raise_unknown_queue(queue_name);
 	return jq_result_bool(0, 2);
-}
-
-/*
- * Is a job enqueued with run_at (NULL: now) ready at time now?  Listeners
- * are woken only for ready work; the background worker announces delayed
- * jobs when they become ready.
- */
-static bool
-jq_ready_now(Datum run_at, bool run_at_null, Datum now)
-{
-	return run_at_null ||
-		DatumGetTimestampTz(run_at) <= DatumGetTimestampTz(now);
 }
 
 /*
@@ -138,7 +278,6 @@ jq_enqueue(PG_FUNCTION_ARGS)
 	char		nulls[7] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL};
 	bool		isnull;
 	int64		job_id;
-	bool		notify = false;
 
 	if (PG_ARGISNULL(1))
 		ereport(ERROR,
@@ -177,9 +316,9 @@ jq_enqueue(PG_FUNCTION_ARGS)
 	jq_execute(JQ_PLAN_ENQUEUE, values, nulls, SPI_OK_INSERT_RETURNING);
 	if (SPI_processed == 1)
 	{
-		job_id = DatumGetInt64(jq_result(0, 1));
-		notify = jq_result_bool(0, 2);
-		jq_count(queue_name, JQ_CTR_ENQUEUED, 1);
+		/* a job that is not ready yet is announced when it becomes ready */
+		job_id = DatumGetInt64(jq_result(0, 4));
+		(void) jq_note_outcome(JQ_TR_ENQUEUE, 0, NULL, NULL, NULL);
 	}
 	else
 	{
@@ -204,10 +343,6 @@ jq_enqueue(PG_FUNCTION_ARGS)
 	}
 	jq_spi_finish();
 
-	/* a job that is not ready yet is announced when it becomes ready */
-	if (notify && jq_ready_now(values[3], nulls[3] == JQ_ISNULL, values[6]))
-		jq_wakeup_queue(queue_name);
-
 	PG_RETURN_INT64(job_id);
 }
 
@@ -225,7 +360,6 @@ jq_enqueue_many(PG_FUNCTION_ARGS)
 	Datum		values[5];
 	char		nulls[5] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL};
 	bool		isnull;
-	bool		notify = false;
 	TupleDesc	tupdesc;
 	Tuplestorestate *tupstore;
 	uint64		i;
@@ -258,12 +392,10 @@ jq_enqueue_many(PG_FUNCTION_ARGS)
 
 	jq_spi_connect();
 	jq_execute(JQ_PLAN_ENQUEUE_MANY, values, nulls, SPI_OK_INSERT_RETURNING);
-	if (SPI_processed > 0)
-		notify = jq_result_bool(0, 2);
-	jq_count(queue_name, JQ_CTR_ENQUEUED, (int64) SPI_processed);
+	(void) jq_note_outcome(JQ_TR_ENQUEUE, 0, NULL, NULL, NULL);
 	for (i = 0; i < SPI_processed; i++)
 	{
-		Datum		id = jq_result(i, 1);
+		Datum		id = jq_result(i, 4);
 		bool		id_null = false;
 
 		tuplestore_putvalues(tupstore, tupdesc, &id, &id_null);
@@ -272,9 +404,6 @@ jq_enqueue_many(PG_FUNCTION_ARGS)
 	if (SPI_processed == 0)
 		jq_require_queue(queue_name);
 	jq_spi_finish();
-
-	if (notify && jq_ready_now(values[3], nulls[3] == JQ_ISNULL, values[4]))
-		jq_wakeup_queue(queue_name);
 
 	return (Datum) 0;
 }
@@ -355,19 +484,18 @@ jq_complete(PG_FUNCTION_ARGS)
 {
 	Datum		values[3];
 	bool		done;
-	int64		id;
+	char	   *queue_name;
 	instr_time	start;
 
 	jq_count_start(&start);
-	id = jq_arg_int8(fcinfo, 0, "job id");
-	values[0] = Int64GetDatum(id);
+	values[0] = Int64GetDatum(jq_arg_int8(fcinfo, 0, "job id"));
 	values[1] = Int64GetDatum(jq_arg_int8(fcinfo, 1, "token"));
 	values[2] = TimestampTzGetDatum(GetCurrentTimestamp());
 
 	jq_spi_connect();
-	jq_execute(JQ_PLAN_COMPLETE, values, NULL, SPI_OK_UPDATE_RETURNING);
-	done = (SPI_processed == 1);
-	jq_count_completions(&id, 1, 0, 1, &start);
+	jq_execute(JQ_PLAN_COMPLETE, values, NULL, SPI_OK_SELECT);
+	done = jq_note_outcome(JQ_TR_COMPLETE, 1, NULL, NULL, &queue_name) == 1;
+	jq_count_call(queue_name, JQ_CTR_COMPLETE_CALLS, &start);
 	jq_spi_finish();
 
 	PG_RETURN_BOOL(done);
@@ -390,6 +518,7 @@ jq_complete_many(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	Tuplestorestate *tupstore;
 	uint64		i;
+	char	   *queue_name;
 	instr_time	start;
 
 	jq_count_start(&start);
@@ -408,30 +537,21 @@ jq_complete_many(PG_FUNCTION_ARGS)
 	values[2] = TimestampTzGetDatum(GetCurrentTimestamp());
 
 	jq_spi_connect();
-	jq_execute(JQ_PLAN_COMPLETE_MANY, values, NULL, SPI_OK_UPDATE_RETURNING);
+	jq_execute(JQ_PLAN_COMPLETE_MANY, values, NULL, SPI_OK_SELECT);
 	for (i = 0; i < SPI_processed; i++)
 	{
-		Datum		id = jq_result(i, 1);
+		bool		status_null;
+		Datum		id;
 		bool		id_null = false;
 
+		(void) jq_result_nullable(i, 2, &status_null);
+		if (status_null)
+			continue;			/* refused */
+		id = jq_result(i, 4);
 		tuplestore_putvalues(tupstore, tupdesc, &id, &id_null);
 	}
-	if (jq_counting())
-	{
-		Datum	   *elems;
-		bool	   *elem_nulls;
-		int			nelems;
-		int64	   *id_values = palloc(sizeof(int64) * nids);
-		int			k,
-					nvalues = 0;
-
-		deconstruct_array(ids, INT8OID, sizeof(int64), FLOAT8PASSBYVAL,
-						  TYPALIGN_DOUBLE, &elems, &elem_nulls, &nelems);
-		for (k = 0; k < nelems; k++)
-			if (!elem_nulls[k])
-				id_values[nvalues++] = DatumGetInt64(elems[k]);
-		jq_count_completions(id_values, nvalues, 1, 2, &start);
-	}
+	(void) jq_note_outcome(JQ_TR_COMPLETE, (uint64) nids, NULL, NULL, &queue_name);
+	jq_count_call(queue_name, JQ_CTR_COMPLETE_CALLS, &start);
 	jq_spi_finish();
 
 	return (Datum) 0;
@@ -490,14 +610,10 @@ jq_fail(PG_FUNCTION_ARGS)
 	fenced = (SPI_processed == 0);
 	if (!fenced)
 	{
-		char	   *queue_name = jq_result_name(0, 2);
-		char	   *new_status = jq_result_name(0, 1);
-
-		status = jq_result(0, 1);	/* an enum: an OID, passed by value */
-		jq_count(queue_name, DatumGetBool(values[4]) ?
-				 JQ_CTR_FAILED_RETRYABLE : JQ_CTR_FAILED_PERMANENT, 1);
-		jq_count(queue_name, strcmp(new_status, "dead") == 0 ?
-				 JQ_CTR_DEAD_LETTERED : JQ_CTR_RETRIES_SCHEDULED, 1);
+		status = jq_result(0, 2);	/* an enum: an OID, passed by value */
+		(void) jq_note_outcome(DatumGetBool(values[4]) ?
+							   JQ_TR_FAIL_RETRYABLE : JQ_TR_FAIL_PERMANENT,
+							   0, NULL, NULL, NULL);
 	}
 	jq_spi_finish();
 
@@ -521,10 +637,8 @@ jq_heartbeat(PG_FUNCTION_ARGS)
 	Interval   *extend;
 	Datum		expires = (Datum) 0;
 	bool		lost;
-	int64		id;
 
-	id = jq_arg_int8(fcinfo, 0, "job id");
-	values[0] = Int64GetDatum(id);
+	values[0] = Int64GetDatum(jq_arg_int8(fcinfo, 0, "job id"));
 	values[1] = Int64GetDatum(jq_arg_int8(fcinfo, 1, "token"));
 	extend = jq_arg_interval(fcinfo, 2, "extend", true, false);
 	values[2] = PointerGetDatum(extend);
@@ -533,12 +647,12 @@ jq_heartbeat(PG_FUNCTION_ARGS)
 	values[3] = TimestampTzGetDatum(GetCurrentTimestamp());
 
 	jq_spi_connect();
-	jq_execute(JQ_PLAN_HEARTBEAT, values, nulls, SPI_OK_UPDATE_RETURNING);
-	lost = (SPI_processed == 0);
+	jq_execute(JQ_PLAN_HEARTBEAT, values, nulls, SPI_OK_SELECT);
+	lost = (jq_note_outcome(JQ_TR_HEARTBEAT, 1, NULL, NULL, NULL) == 0);
+	/* copied out of SPI memory: timestamptz may be passed by reference */
 	if (!lost)
-		expires = jq_result(0, 1);	/* timestamptz: by value */
-	else
-		(void) jq_count_fenced(&id, 1, 1, JQ_CTR_HEARTBEAT_REFUSED);
+		expires = SPI_datumTransfer(jq_result(0, 4), FLOAT8PASSBYVAL,
+									sizeof(TimestampTz));
 	jq_spi_finish();
 
 	if (lost)
@@ -557,8 +671,6 @@ jq_release(PG_FUNCTION_ARGS)
 {
 	Datum		values[4];
 	bool		released;
-	bool		ready = false;
-	char	   *queue_name = NULL;
 
 	values[0] = Int64GetDatum(jq_arg_int8(fcinfo, 0, "job id"));
 	values[1] = Int64GetDatum(jq_arg_int8(fcinfo, 1, "token"));
@@ -567,17 +679,8 @@ jq_release(PG_FUNCTION_ARGS)
 
 	jq_spi_connect();
 	jq_execute(JQ_PLAN_RELEASE, values, NULL, SPI_OK_UPDATE_RETURNING);
-	released = (SPI_processed == 1);
-	if (released)
-	{
-		ready = jq_result_bool(0, 2);
-		if (ready)
-			queue_name = jq_result_cstring(0, 1);
-	}
+	released = (jq_note_outcome(JQ_TR_RELEASE, 0, NULL, NULL, NULL) == 1);
 	jq_spi_finish();
-
-	if (ready && queue_name)
-		jq_wakeup_queue(queue_name);
 
 	PG_RETURN_BOOL(released);
 }

@@ -58,59 +58,6 @@ jq_reap_skip(int64 id)
 }
 
 /*
- * Count and collect the woken queues of a reap statement whose result is in
- * SPI_tuptable.  Returns the number of jobs reaped.
- */
-static uint64
-jq_reap_result(List **woken_queues, MemoryContext result_cxt)
-{
-	uint64		reaped = SPI_processed;
-	uint64		i;
-
-	if (jq_counting())
-	{
-		for (i = 0; i < reaped; i++)
-		{
-			char	   *queue_name = jq_result_name(i, 1);
-
-			jq_count(queue_name, JQ_CTR_LEASES_EXPIRED, 1);
-			jq_count(queue_name, jq_result_bool(i, 3) ?
-					 JQ_CTR_DEAD_LETTERED : JQ_CTR_RETRIES_SCHEDULED, 1);
-		}
-	}
-
-	if (woken_queues != NULL)
-	{
-		for (i = 0; i < reaped; i++)
-		{
-			char	   *queue_name;
-			ListCell   *lc;
-			bool		seen = false;
-
-			if (!jq_result_bool(i, 2))
-				continue;
-			queue_name = jq_result_name(i, 1);
-			foreach(lc, *woken_queues)
-			{
-				if (strcmp((char *) lfirst(lc), queue_name) == 0)
-				{
-					seen = true;
-					break;
-				}
-			}
-			if (!seen)
-			{
-				MemoryContext oldcontext = MemoryContextSwitchTo(result_cxt);
-
-				*woken_queues = lappend(*woken_queues, pstrdup(queue_name));
-				MemoryContextSwitchTo(oldcontext);
-			}
-		}
-	}
-	return reaped;
-}
-
-/*
  * Reap up to max_jobs running jobs whose lease has expired (database clock):
  * each goes back to pending with backoff, or to dead when it has used all
  * its attempts; LEASE_EXPIRED is appended to its error history.  Rows that
@@ -126,7 +73,7 @@ jq_reap_result(List **woken_queues, MemoryContext result_cxt)
  * Returns the number of jobs reaped.  When woken_queues is not NULL, the
  * name of each queue that got a job ready at once is appended to it, once;
  * the list and its strings are allocated in result_cxt, which must outlive
- * the SPI connection.
+ * the SPI connection.  Otherwise the listeners of those queues are woken.
  */
 int64
 jq_reap_batch(int max_jobs, List **woken_queues, MemoryContext result_cxt)
@@ -145,7 +92,8 @@ jq_reap_batch(int max_jobs, List **woken_queues, MemoryContext result_cxt)
 
 	if (jq_execute_subxact(JQ_PLAN_REAP, values, NULL,
 						   SPI_OK_UPDATE_RETURNING, &edata))
-		return (int64) jq_reap_result(woken_queues, result_cxt);
+		return (int64) jq_note_outcome(JQ_TR_REAP, 0, woken_queues,
+									   result_cxt, NULL);
 	FreeErrorData(edata);
 
 	/* one job at a time: first the ids the batch would have taken */
@@ -163,7 +111,8 @@ jq_reap_batch(int max_jobs, List **woken_queues, MemoryContext result_cxt)
 		if (jq_execute_subxact(JQ_PLAN_REAP_ONE, values, NULL,
 							   SPI_OK_UPDATE_RETURNING, &edata))
 		{
-			reaped += jq_reap_result(woken_queues, result_cxt);
+			reaped += jq_note_outcome(JQ_TR_REAP, 0, woken_queues,
+									  result_cxt, NULL);
 			continue;
 		}
 		ereport(WARNING,
@@ -210,17 +159,12 @@ Datum
 jq_reap(PG_FUNCTION_ARGS)
 {
 	int32		max_jobs = jq_arg_positive_int4(fcinfo, 0, "max_jobs");
-	List	   *woken = NIL;
-	ListCell   *lc;
 	int64		reaped;
-	MemoryContext cxt = CurrentMemoryContext;
 
+	/* no list: queues that got ready work are woken at once */
 	jq_spi_connect();
-	reaped = jq_reap_batch(max_jobs, &woken, cxt);
+	reaped = jq_reap_batch(max_jobs, NULL, NULL);
 	jq_spi_finish();
-
-	foreach(lc, woken)
-		jq_wakeup_queue((char *) lfirst(lc));
 
 	PG_RETURN_INT64(reaped);
 }

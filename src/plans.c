@@ -64,37 +64,85 @@
 	"pg_catalog.jsonb_build_object('keep', " KEEP "))"
 
 /*
- * Reap the jobs of CTE c (ids of running jobs whose lease expired, locked):
- * back to pending with backoff, or dead when the attempts are used up, with
- * LEASE_EXPIRED in the history.  $2 is now, $3 the history length.  The
- * queue's backoff is looked up per job with a default, so that a job whose
- * queue row is missing is still reaped instead of filling every batch
- * forever.
+ * The state transitions of a job, each written once.  The statements below
+ * combine them with the selection of the jobs (by id and token, a batch
+ * from a CTE c, ...).  Inside them j is the job's row.
+ *
+ * Every statement that moves a job returns the same first three columns,
+ * JQ_OUTCOME_SQL: the job's queue, its new status (NULL in a row for a job
+ * that the caller asked for but that was not changed: a fenced complete or
+ * a refused heartbeat), and whether the queue's listeners are to be woken:
+ * the job is pending and ready at NOW and NOTIFY (the queue's notify
+ * setting) is true.  jq_note_outcome() counts and wakes from these.
+ */
+#define JQ_OUTCOME_SQL(NOW, NOTIFY) \
+	"j.queue_name, j.status, " \
+	"(j.status = 'pending' AND j.available_at <= " NOW " AND " NOTIFY ") IS TRUE"
+
+/* The notify setting of job j's queue, looked up per job */
+#define JQ_QUEUE_NOTIFY_SQL \
+	"(SELECT q.notify FROM jobqueue.queues q WHERE q.queue_name = j.queue_name)"
+
+/* running -> succeeded (complete) */
+#define JQ_SUCCEED_SQL(NOW) \
+	"status = 'succeeded', finished_at = " NOW ", lease_expires_at = NULL "
+
+/*
+ * running -> pending or dead (fail, reap): a failed attempt is retried when
+ * RETRYABLE and attempts are left, after DELAY; otherwise the job is dead.
+ * CODE is the error code recorded, ENTRY the jsonb entry appended to the
+ * history, KEEP the history length.
+ */
+#define JQ_RETRY_COND_SQL(RETRYABLE) \
+	"(" RETRYABLE " AND j.attempt_count < j.max_attempts)"
+#define JQ_FAILED_ATTEMPT_SQL(RETRYABLE, NOW, DELAY, CODE, ENTRY, KEEP) \
+	"status = CASE WHEN " JQ_RETRY_COND_SQL(RETRYABLE) \
+	"  THEN 'pending' ELSE 'dead' END::jobqueue.job_status, " \
+	"available_at = CASE WHEN " JQ_RETRY_COND_SQL(RETRYABLE) \
+	"  THEN " NOW " + " DELAY " ELSE j.available_at END, " \
+	"finished_at = CASE WHEN " JQ_RETRY_COND_SQL(RETRYABLE) \
+	"  THEN NULL ELSE " NOW " END, " \
+	"lease_owner = NULL, lease_expires_at = NULL, last_error_code = " CODE ", " \
+	"errors = " JQ_APPEND_ERROR_SQL(ENTRY, KEEP) " "
+
+/* The history entry of a failed attempt */
+#define JQ_ATTEMPT_ENTRY_SQL(NOW, CODE, MESSAGE, RETRYABLE) \
+	"pg_catalog.jsonb_build_object('attempt', j.attempt_count, 'at', " NOW ", " \
+	"'code', " CODE ", 'message', " MESSAGE ", 'retryable', " RETRYABLE ", " \
+	"'owner', j.lease_owner)"
+
+/*
+ * dead or cancelled -> pending (replay): a fresh attempt count, pending at
+ * RUN_AT; the replay, by role BY, is recorded in the history.
+ */
+#define JQ_REPLAY_SQL(RUN_AT, NOW, BY, KEEP) \
+	"status = 'pending', attempt_count = 0, available_at = " RUN_AT ", " \
+	"finished_at = NULL, started_at = NULL, lease_owner = NULL, " \
+	"lease_expires_at = NULL, " \
+	"errors = " JQ_APPEND_ERROR_SQL( \
+		"pg_catalog.jsonb_build_object('event', 'replay', 'at', " NOW ", " \
+		"'by', " BY ", 'previous_status', j.status)", KEEP) " "
+
+/*
+ * Reap the jobs of CTE c (running jobs whose lease expired, locked): a
+ * failed attempt, always retryable, with the queue's backoff.  A job whose
+ * queue row is missing (deleted by hand; nobody can claim the job) gets no
+ * backoff, so that it is still reaped instead of filling every batch.
  */
 #define JQ_REAP_SQL \
 	"UPDATE jobqueue.jobs j SET " \
-	"  status = CASE WHEN j.attempt_count >= j.max_attempts " \
-	"           THEN 'dead' ELSE 'pending' END::jobqueue.job_status, " \
-	"  available_at = CASE WHEN j.attempt_count >= j.max_attempts " \
-	"           THEN j.available_at ELSE $2 + " \
-	JQ_BACKOFF_SQL("COALESCE((SELECT q.backoff_base FROM jobqueue.queues q " \
-				   "WHERE q.queue_name = j.queue_name), interval '10 seconds')", \
-				   "COALESCE((SELECT q.backoff_max FROM jobqueue.queues q " \
-				   "WHERE q.queue_name = j.queue_name), interval '1 hour')", \
-				   "j.attempt_count") " END, " \
-	"  finished_at = CASE WHEN j.attempt_count >= j.max_attempts " \
-	"           THEN $2 ELSE NULL END, " \
-	"  lease_owner = NULL, lease_expires_at = NULL, " \
-	"  last_error_code = '" JQ_LEASE_EXPIRED_CODE "', " \
-	"  errors = " JQ_APPEND_ERROR_SQL( \
-		"pg_catalog.jsonb_build_object('attempt', j.attempt_count, 'at', $2, " \
-		"'code', '" JQ_LEASE_EXPIRED_CODE "', " \
-		"'message', 'lease expired at ' || j.lease_expires_at::text, " \
-		"'retryable', true, 'owner', j.lease_owner)", \
-		"$3") " " \
+	JQ_FAILED_ATTEMPT_SQL("true", "$2", \
+		"COALESCE((SELECT " \
+		JQ_BACKOFF_SQL("q.backoff_base", "q.backoff_max", "j.attempt_count") \
+		" FROM jobqueue.queues q WHERE q.queue_name = j.queue_name), " \
+		"interval '0')", \
+		"'" JQ_LEASE_EXPIRED_CODE "'", \
+		JQ_ATTEMPT_ENTRY_SQL("$2", "'" JQ_LEASE_EXPIRED_CODE "'", \
+							 "'lease expired at ' || j.lease_expires_at::text", \
+							 "true"), \
+		"$3") \
 	"WHERE j.id = ANY (ARRAY(SELECT c.id FROM c)) " \
-	"RETURNING j.queue_name, j.status = 'pending' AND j.available_at <= $2, " \
-	"  j.status = 'dead'"
+	"RETURNING " JQ_OUTCOME_SQL("$2", JQ_QUEUE_NOTIFY_SQL)
 
 typedef struct JqPlanSpec
 {
@@ -109,7 +157,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	/*
 	 * JQ_PLAN_ENQUEUE: $1 queue, $2 payload, $3 priority, $4 run_at, $5
 	 * max_attempts, $6 idempotency key, $7 now.  No row back means either no
-	 * such queue or an existing idempotency key.
+	 * such queue or an existing idempotency key.  Outcome, then the id.
 	 */
 	[JQ_PLAN_ENQUEUE] = {
 		"WITH q AS (SELECT q.max_attempts, q.notify FROM jobqueue.queues q "
@@ -120,7 +168,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"       COALESCE($5, q.max_attempts), $6 FROM q "
 		"ON CONFLICT (queue_name, idempotency_key) WHERE idempotency_key IS NOT NULL "
 		"DO NOTHING "
-		"RETURNING j.id, (SELECT q.notify FROM q)",
+		"RETURNING " JQ_OUTCOME_SQL("$7", "(SELECT q.notify FROM q)") ", j.id",
 		7, {TEXTOID, JSONBOID, INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID, TIMESTAMPTZOID},
 		.name = "enqueue"
 	},
@@ -133,7 +181,8 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	},
 	/*
 	 * JQ_PLAN_ENQUEUE_MANY: $1 queue, $2 payloads, $3 priority, $4 run_at,
-	 * $5 now.  Identity values are drawn in payload order.
+	 * $5 now.  Identity values are drawn in payload order.  Outcome, then
+	 * the id.
 	 */
 	[JQ_PLAN_ENQUEUE_MANY] = {
 		"WITH q AS (SELECT q.max_attempts, q.notify FROM jobqueue.queues q "
@@ -143,7 +192,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"SELECT $1, p.payload, $3, COALESCE($4, $5), q.max_attempts "
 		"FROM q, pg_catalog.unnest($2) WITH ORDINALITY AS p(payload, ord) "
 		"ORDER BY p.ord "
-		"RETURNING j.id, (SELECT q.notify FROM q)",
+		"RETURNING " JQ_OUTCOME_SQL("$5", "(SELECT q.notify FROM q)") ", j.id",
 		5, {TEXTOID, JSONBARRAYOID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID},
 		.name = "enqueue many"
 	},
@@ -184,79 +233,88 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	},
 	/*
 	 * JQ_PLAN_COMPLETE: $1 id, $2 token, $3 now.  Only the current lease
-	 * holder, before its lease expires, may complete.
+	 * holder, before its lease expires, may complete.  Outcome; when the
+	 * completion is refused, the job's queue with status NULL (no row when
+	 * the job does not exist), read only then (a one-time filter).
 	 */
 	[JQ_PLAN_COMPLETE] = {
-		"UPDATE jobqueue.jobs j SET status = 'succeeded', finished_at = $3, "
-		"  lease_expires_at = NULL "
-		"WHERE j.id = $1 AND j.lease_token = $2 AND (j.status = 'running') IS TRUE "
-		"  AND j.lease_expires_at > $3 "
-		"RETURNING j.queue_name",
+		"WITH u AS (UPDATE jobqueue.jobs j SET " JQ_SUCCEED_SQL("$3")
+		"           WHERE j.id = $1 AND j.lease_token = $2 "
+		"             AND (j.status = 'running') IS TRUE AND j.lease_expires_at > $3 "
+		"           RETURNING " JQ_OUTCOME_SQL("$3", "false") ") "
+		"SELECT * FROM u "
+		"UNION ALL "
+		"SELECT j.queue_name, NULL::jobqueue.job_status, false FROM jobqueue.jobs j "
+		"WHERE j.id = $1 AND NOT EXISTS (SELECT FROM u)",
 		3, {INT8OID, INT8OID, TIMESTAMPTZOID},
 		.name = "complete"
 	},
 	/*
 	 * JQ_PLAN_COMPLETE_MANY: $1 ids, $2 tokens, $3 now; same rule per job.
 	 * The pairs come from ROWS FROM: the two-array unnest(a, b) is a
-	 * parser shorthand for it that exists only unqualified.
+	 * parser shorthand for it that exists only unqualified.  Outcome, then
+	 * the id; then a row with status NULL for each other id asked for (its
+	 * queue NULL when the job does not exist).
 	 */
 	[JQ_PLAN_COMPLETE_MANY] = {
-		"UPDATE jobqueue.jobs j SET status = 'succeeded', finished_at = $3, "
-		"  lease_expires_at = NULL "
-		"FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS t(id, token) "
-		"WHERE j.id = t.id AND j.lease_token = t.token AND (j.status = 'running') IS TRUE "
-		"  AND j.lease_expires_at > $3 "
-		"RETURNING j.id, j.queue_name",
+		"WITH u AS (UPDATE jobqueue.jobs j SET " JQ_SUCCEED_SQL("$3")
+		"           FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS t(id, token) "
+		"           WHERE j.id = t.id AND j.lease_token = t.token "
+		"             AND (j.status = 'running') IS TRUE AND j.lease_expires_at > $3 "
+		"           RETURNING " JQ_OUTCOME_SQL("$3", "false") ", j.id) "
+		"SELECT * FROM u "
+		"UNION ALL "
+		"SELECT j.queue_name, NULL::jobqueue.job_status, false, r.id "
+		"FROM (SELECT DISTINCT a.id FROM pg_catalog.unnest($1) AS a(id) "
+		"      WHERE NOT EXISTS (SELECT FROM u WHERE u.id = a.id)) r "
+		"  LEFT JOIN jobqueue.jobs j ON j.id = r.id",
 		3, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID},
 		.name = "complete many"
 	},
 	/*
 	 * JQ_PLAN_FAIL: $1 id, $2 token, $3 error code, $4 message, $5
 	 * retryable, $6 retry_in, $7 now, $8 history length.  Retry when the
-	 * error is retryable and attempts are left, else dead.
+	 * error is retryable and attempts are left, else dead.  Outcome.
 	 */
 	[JQ_PLAN_FAIL] = {
 		"UPDATE jobqueue.jobs j SET "
-		"  status = CASE WHEN $5 AND j.attempt_count < j.max_attempts "
-		"           THEN 'pending' ELSE 'dead' END::jobqueue.job_status, "
-		"  available_at = CASE WHEN $5 AND j.attempt_count < j.max_attempts "
-		"           THEN $7 + COALESCE($6, "
-		JQ_BACKOFF_SQL("q.backoff_base", "q.backoff_max", "j.attempt_count") ") "
-		"           ELSE j.available_at END, "
-		"  finished_at = CASE WHEN $5 AND j.attempt_count < j.max_attempts "
-		"           THEN NULL ELSE $7 END, "
-		"  lease_owner = NULL, lease_expires_at = NULL, last_error_code = $3, "
-		"  errors = " JQ_APPEND_ERROR_SQL(
-			"pg_catalog.jsonb_build_object('attempt', j.attempt_count, 'at', $7, "
-			"'code', $3, 'message', $4, 'retryable', $5, 'owner', j.lease_owner)",
-			"$8") " "
+		JQ_FAILED_ATTEMPT_SQL("$5", "$7",
+			"COALESCE($6, "
+			JQ_BACKOFF_SQL("q.backoff_base", "q.backoff_max", "j.attempt_count") ")",
+			"$3", JQ_ATTEMPT_ENTRY_SQL("$7", "$3", "$4", "$5"), "$8")
 		"FROM jobqueue.queues q "
 		"WHERE q.queue_name = j.queue_name AND j.id = $1 AND j.lease_token = $2 "
 		"  AND (j.status = 'running') IS TRUE AND j.lease_expires_at > $7 "
-		"RETURNING j.status, j.queue_name",
+		"RETURNING " JQ_OUTCOME_SQL("$7", "q.notify"),
 		8, {INT8OID, INT8OID, TEXTOID, TEXTOID, BOOLOID, INTERVALOID, TIMESTAMPTZOID, INT4OID},
 		.name = "fail"
 	},
 	/*
 	 * JQ_PLAN_HEARTBEAT: $1 id, $2 token, $3 extend, $4 now.  Never past
-	 * started_at + max_runtime; no row when the lease is lost or the runtime
-	 * used up.
+	 * started_at + max_runtime.  Outcome, then the new expiry; when refused
+	 * (the lease is lost or the runtime used up) the job's queue with status
+	 * NULL, as for JQ_PLAN_COMPLETE.
 	 */
 	[JQ_PLAN_HEARTBEAT] = {
-		"UPDATE jobqueue.jobs j SET lease_expires_at = LEAST("
-		"    $4 + COALESCE($3, q.lease_duration), "
-		"    j.started_at + q.max_runtime) "
-		"FROM jobqueue.queues q "
-		"WHERE q.queue_name = j.queue_name AND j.id = $1 AND j.lease_token = $2 "
-		"  AND (j.status = 'running') IS TRUE AND j.lease_expires_at > $4 "
-		"  AND j.started_at + q.max_runtime > $4 "
-		"RETURNING j.lease_expires_at, j.queue_name",
+		"WITH u AS (UPDATE jobqueue.jobs j SET lease_expires_at = LEAST("
+		"               $4 + COALESCE($3, q.lease_duration), "
+		"               j.started_at + q.max_runtime) "
+		"           FROM jobqueue.queues q "
+		"           WHERE q.queue_name = j.queue_name AND j.id = $1 AND j.lease_token = $2 "
+		"             AND (j.status = 'running') IS TRUE AND j.lease_expires_at > $4 "
+		"             AND j.started_at + q.max_runtime > $4 "
+		"           RETURNING " JQ_OUTCOME_SQL("$4", "false") ", j.lease_expires_at) "
+		"SELECT * FROM u "
+		"UNION ALL "
+		"SELECT j.queue_name, NULL::jobqueue.job_status, false, NULL::timestamptz "
+		"FROM jobqueue.jobs j WHERE j.id = $1 AND NOT EXISTS (SELECT FROM u)",
 		4, {INT8OID, INT8OID, INTERVALOID, TIMESTAMPTZOID},
 		.name = "heartbeat"
 	},
 	/*
 	 * JQ_PLAN_RELEASE: $1 id, $2 token, $3 delay, $4 now.  The attempt is
 	 * given back, the token stays incremented so the old holder is fenced.
+	 * Outcome.
 	 */
 	[JQ_PLAN_RELEASE] = {
 		"UPDATE jobqueue.jobs j SET status = 'pending', "
@@ -264,41 +322,34 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"  lease_owner = NULL, lease_expires_at = NULL, started_at = NULL "
 		"WHERE j.id = $1 AND j.lease_token = $2 AND (j.status = 'running') IS TRUE "
 		"  AND j.lease_expires_at > $4 "
-		"RETURNING j.queue_name, j.available_at <= $4 AND "
-		"  (SELECT q.notify FROM jobqueue.queues q WHERE q.queue_name = j.queue_name)",
+		"RETURNING " JQ_OUTCOME_SQL("$4", JQ_QUEUE_NOTIFY_SQL),
 		4, {INT8OID, INT8OID, INTERVALOID, TIMESTAMPTZOID},
 		.name = "release"
 	},
-	/* JQ_PLAN_CANCEL: $1 id, $2 now */
+	/* JQ_PLAN_CANCEL: $1 id, $2 now.  Outcome. */
 	[JQ_PLAN_CANCEL] = {
 		"UPDATE jobqueue.jobs j SET status = 'cancelled', finished_at = $2, "
 		"  lease_expires_at = NULL "
 		"WHERE j.id = $1 AND j.status IN ('pending', 'running') "
-		"RETURNING j.queue_name",
+		"RETURNING " JQ_OUTCOME_SQL("$2", "false"),
 		2, {INT8OID, TIMESTAMPTZOID},
 		.name = "cancel"
 	},
 	/*
 	 * JQ_PLAN_RETRY: $1 id, $2 run_at, $3 now, $4 user, $5 history length.
 	 * The replay is recorded in the history, which is otherwise kept.
+	 * Outcome.
 	 */
 	[JQ_PLAN_RETRY] = {
-		"UPDATE jobqueue.jobs j SET status = 'pending', attempt_count = 0, "
-		"  available_at = COALESCE($2, $3), finished_at = NULL, "
-		"  started_at = NULL, lease_owner = NULL, lease_expires_at = NULL, "
-		"  errors = " JQ_APPEND_ERROR_SQL(
-			"pg_catalog.jsonb_build_object('event', 'replay', 'at', $3, "
-			"'by', $4, 'previous_status', j.status)",
-			"$5") " "
+		"UPDATE jobqueue.jobs j SET " JQ_REPLAY_SQL("COALESCE($2, $3)", "$3", "$4", "$5")
 		"WHERE j.id = $1 AND j.status IN ('dead', 'cancelled') "
-		"RETURNING j.queue_name, j.available_at <= $3 AND "
-		"  (SELECT q.notify FROM jobqueue.queues q WHERE q.queue_name = j.queue_name)",
+		"RETURNING " JQ_OUTCOME_SQL("$3", JQ_QUEUE_NOTIFY_SQL),
 		5, {INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, INT4OID},
 		.name = "retry"
 	},
 	/*
 	 * JQ_PLAN_RETRY_DEAD: $1 queue, $2 error code or NULL, $3 max jobs, $4
-	 * now, $5 user, $6 history length.  Oldest dead jobs first.
+	 * now, $5 user, $6 history length.  Oldest dead jobs first.  Outcome.
 	 */
 	[JQ_PLAN_RETRY_DEAD] = {
 		"WITH c AS (SELECT j.id FROM jobqueue.jobs j "
@@ -306,14 +357,9 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"             AND ($2::text IS NULL OR j.last_error_code = $2) "
 		"           ORDER BY j.finished_at, j.id LIMIT $3 "
 		"           FOR UPDATE OF j SKIP LOCKED) "
-		"UPDATE jobqueue.jobs j SET status = 'pending', attempt_count = 0, "
-		"  available_at = $4, finished_at = NULL, started_at = NULL, "
-		"  lease_owner = NULL, lease_expires_at = NULL, "
-		"  errors = " JQ_APPEND_ERROR_SQL(
-			"pg_catalog.jsonb_build_object('event', 'replay', 'at', $4, "
-			"'by', $5, 'previous_status', j.status)",
-			"$6") " "
-		"WHERE j.id = ANY (ARRAY(SELECT c.id FROM c))",
+		"UPDATE jobqueue.jobs j SET " JQ_REPLAY_SQL("$4", "$4", "$5", "$6")
+		"WHERE j.id = ANY (ARRAY(SELECT c.id FROM c)) "
+		"RETURNING " JQ_OUTCOME_SQL("$4", JQ_QUEUE_NOTIFY_SQL),
 		6, {TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID, TEXTOID, INT4OID},
 		.name = "retry dead"
 	},
@@ -415,15 +461,6 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"WHERE q.notify AND NOT q.paused ORDER BY q.queue_name",
 		0, {InvalidOid},
 		.name = "notify queues", .read_only = true
-	},
-	/*
-	 * JQ_PLAN_JOB_QUEUES: $1 job ids.  The queues of jobs whose complete or
-	 * heartbeat was refused, for the event counters (a rare path).
-	 */
-	[JQ_PLAN_JOB_QUEUES] = {
-		"SELECT j.queue_name FROM jobqueue.jobs j WHERE j.id = ANY ($1)",
-		1, {INT8ARRAYOID},
-		.name = "job queues", .read_only = true
 	},
 	/*
 	 * JQ_PLAN_NEXT_LEASE_EXPIRY: when the earliest lease runs out, so the

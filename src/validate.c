@@ -232,18 +232,22 @@ jq_arg_timestamptz(FunctionCallInfo fcinfo, int argno, const char *what,
 
 /*
  * Check a payload against jobqueue.max_payload_size.  The size is that of
- * the stored jsonb value before compression, which costs no detoasting.
+ * the jsonb value before compression, read from its header or its TOAST
+ * pointer, which costs no detoasting.  Every storage form counts: a short
+ * (1-byte) header inline, a 4-byte header inline or compressed, and a
+ * pointer to a value stored out of line (VARATT_IS_SHORT is true for those
+ * too, so they are told apart first).
  */
 void
 jq_check_payload(Datum payload)
 {
+	struct varlena *v = (struct varlena *) DatumGetPointer(payload);
 	Size		size;
 
-	/* a short header (array elements, small values) is 1 byte, not 4 */
-	if (VARATT_IS_SHORT(DatumGetPointer(payload)))
-		size = VARSIZE_SHORT(DatumGetPointer(payload)) - VARHDRSZ_SHORT;
-	else
+	if (VARATT_IS_EXTERNAL(v) || VARATT_IS_COMPRESSED(v))
 		size = toast_raw_datum_size(payload) - VARHDRSZ;
+	else
+		size = VARSIZE_ANY_EXHDR(v);
 
 	if (size > (Size) jq_max_payload_size)
 		ereport(ERROR,
