@@ -129,6 +129,18 @@ SELECT jobqueue.jq_enqueue('q_ctr', '{}') > 0 AS enqueued;
 SELECT jobqueue.jq_counters_reset();
 SELECT count(*) AS rows FROM jobqueue.jq_counters();
 
+-- a prepared transaction: its events are not counted, whether it is later
+-- committed or rolled back (that is decided in another session); its calls are
+-- (an enqueue notifies listeners, and a transaction that notified cannot be
+-- prepared: only the claim is in it)
+SELECT jobqueue.jq_enqueue('q_ctr', '{}') > 0 AS enqueued;
+SELECT jobqueue.jq_counters_reset('q_ctr');
+BEGIN;
+SELECT count(*) AS claimed FROM jobqueue.jq_claim('q_ctr', 1, 'w');
+PREPARE TRANSACTION 'jq_counters_prepared';
+ROLLBACK PREPARED 'jq_counters_prepared';
+SELECT enqueued, claimed, claim_calls FROM jobqueue.jq_counters() WHERE queue_name = 'q_ctr';
+
 -- max_counter_queues is fixed at server start
 SELECT name, setting, context FROM pg_settings
 WHERE name IN ('jobqueue.max_counter_queues', 'jobqueue.track_counters') ORDER BY name;

@@ -17,7 +17,8 @@
  * a transaction that claims and completes many jobs costs the same.
  *
  * Events (enqueued, claimed, completed ...) are counted only when the
- * transaction commits: a rolled-back enqueue enqueued nothing.  Calls and
+ * transaction commits: a rolled-back enqueue enqueued nothing, and the
+ * events of a prepared transaction are not counted at all.  Calls and
  * times of jq_claim/jq_complete are counted either way, since the calls were
  * made.  Events of a subtransaction (a savepoint, a PL/pgSQL block with an
  * EXCEPTION clause) are noted in a small undo log and taken back if the
@@ -531,9 +532,14 @@ jq_counters_xact_callback(XactEvent event, void *arg)
 	{
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
-		case XACT_EVENT_PREPARE:
 			jq_counters_flush(true);
 			break;
+		case XACT_EVENT_PREPARE:
+			/*
+			 * Whether a prepared transaction commits is decided later, by
+			 * COMMIT or ROLLBACK PREPARED in some session that knows
+			 * nothing of its events: they are not counted, its calls are.
+			 */
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			jq_counters_flush(false);

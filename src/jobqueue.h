@@ -362,6 +362,7 @@ typedef struct JqWorkerTask
 
 extern const JqWorkerTask jq_worker_tasks[JQ_NUM_TASKS];
 extern TimestampTz jq_ready_checked_until;
+extern void jq_note_announced(const char *queue_name, TimestampTz at);
 extern TimestampTz jq_next_lease_expiry(void);
 
 #endif							/* JOBQUEUE_H */

@@ -427,16 +427,18 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	/*
 	 * JQ_PLAN_READY_QUEUES: $1 after, $2 up to.  The queues (with
 	 * notifications on, not paused) in which a pending job's available_at
-	 * passed in ($1, $2]: delayed and backed-off jobs that just became ready.
+	 * passed in ($1, $2] (delayed and backed-off jobs that just became
+	 * ready), each with the latest such available_at, so that the worker can
+	 * leave out a queue it has announced since (a job ready at its commit
+	 * was announced then).
 	 *
 	 * Cheap at any backlog: available_at is the third column of the claim
 	 * index, after priority, so instead of reading every pending job of a
 	 * queue the recursive part skips from one distinct priority to the next
-	 * (one index probe each) and the range test is one probe per priority.
+	 * (one index probe each) and the range is one probe per priority.
 	 */
 	[JQ_PLAN_READY_QUEUES] = {
-		"SELECT q.queue_name FROM jobqueue.queues q "
-		"WHERE q.notify AND NOT q.paused AND EXISTS ("
+		"SELECT q.queue_name, r.latest FROM jobqueue.queues q CROSS JOIN LATERAL ("
 		"  WITH RECURSIVE p(priority) AS ("
 		"    (SELECT j.priority FROM jobqueue.jobs j "
 		"     WHERE j.queue_name = q.queue_name AND j.status = 'pending' "
@@ -447,11 +449,13 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"              AND j.priority < p.priority "
 		"            ORDER BY j.priority DESC LIMIT 1) "
 		"    FROM p WHERE p.priority IS NOT NULL) "
-		"  SELECT FROM p WHERE EXISTS ("
-		"    SELECT FROM jobqueue.jobs j "
-		"    WHERE j.queue_name = q.queue_name AND j.status = 'pending' "
-		"      AND j.priority = p.priority "
-		"      AND j.available_at > $1 AND j.available_at <= $2))",
+		"  SELECT pg_catalog.max((SELECT j.available_at FROM jobqueue.jobs j "
+		"      WHERE j.queue_name = q.queue_name AND j.status = 'pending' "
+		"        AND j.priority = p.priority "
+		"        AND j.available_at > $1 AND j.available_at <= $2 "
+		"      ORDER BY j.available_at DESC LIMIT 1)) AS latest "
+		"  FROM p WHERE p.priority IS NOT NULL) r "
+		"WHERE q.notify AND NOT q.paused AND r.latest IS NOT NULL",
 		2, {TIMESTAMPTZOID, TIMESTAMPTZOID},
 		.name = "ready queues", .read_only = true
 	},

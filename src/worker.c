@@ -510,6 +510,7 @@ jq_announce_marked(void)
 	bool		overflow;
 	int			i;
 	uint64		n;
+	TimestampTz at;
 
 	/* no allocation under the lock: copy to the stack first */
 	LWLockAcquire(worker_slot->marks_lock, LW_EXCLUSIVE);
@@ -531,14 +532,21 @@ jq_announce_marked(void)
 		return;
 	}
 	n = nmarks;
+	/* every job of these queues committed by now is covered */
+	at = GetCurrentTimestamp();
 	for (i = 0; i < nmarks; i++)
+	{
 		Async_Notify(JQ_NOTIFY_CHANNEL, marks[i]);
+		jq_note_announced(marks[i], at);
+	}
 	if (overflow)
 	{
 		jq_execute(JQ_PLAN_NOTIFY_QUEUES, NULL, NULL, SPI_OK_SELECT);
 		for (i = 0; i < SPI_processed; i++)
-			Async_Notify(JQ_NOTIFY_CHANNEL,
-						 jq_result_name(i, 1));
+		{
+			Async_Notify(JQ_NOTIFY_CHANNEL, jq_result_name(i, 1));
+			jq_note_announced(jq_result_name(i, 1), at);
+		}
 		n += SPI_processed;
 	}
 	jq_work_end();

@@ -38,6 +38,53 @@ TimestampTz jq_ready_checked_until = 0;
 /* Earliest lease expiry seen by the last reap unit, 0 if none is running */
 static TimestampTz next_lease_expiry = 0;
 
+/*
+ * The queues this worker announced during its visit, each with the time
+ * just before its NOTIFY committed: every job of the queue ready by then was
+ * covered by that notification (it wakes the queue, not a job).  Kept in
+ * TopMemoryContext for the life of the worker; one entry per queue.
+ */
+typedef struct JqAnnounced
+{
+	TimestampTz at;
+	char		queue_name[FLEXIBLE_ARRAY_MEMBER];
+} JqAnnounced;
+
+static List *announced = NIL;
+
+static JqAnnounced *
+jq_announced_find(const char *queue_name)
+{
+	ListCell   *lc;
+
+	foreach(lc, announced)
+	{
+		JqAnnounced *a = (JqAnnounced *) lfirst(lc);
+
+		if (strcmp(a->queue_name, queue_name) == 0)
+			return a;
+	}
+	return NULL;
+}
+
+/* Remember that queue_name was announced at time at. */
+void
+jq_note_announced(const char *queue_name, TimestampTz at)
+{
+	JqAnnounced *a = jq_announced_find(queue_name);
+
+	if (a == NULL)
+	{
+		MemoryContext oldcontext = MemoryContextSwitchTo(TopMemoryContext);
+
+		a = palloc(offsetof(JqAnnounced, queue_name) + strlen(queue_name) + 1);
+		strcpy(a->queue_name, queue_name);
+		announced = lappend(announced, a);
+		MemoryContextSwitchTo(oldcontext);
+	}
+	a->at = at;
+}
+
 /* Add a copy of name (in cxt) to list unless it is there. */
 static List *
 jq_add_name(List *list, const char *name, MemoryContext cxt)
@@ -98,12 +145,20 @@ jq_task_announce(TimestampTz now, List **ready, MemoryContext cxt, bool *more)
 	values[1] = TimestampTzGetDatum(now);
 	jq_execute(JQ_PLAN_READY_QUEUES, values, NULL, SPI_OK_SELECT);
 	for (i = 0; i < SPI_processed; i++)
-		*ready = jq_add_name(*ready,
-							 jq_result_name(i, 1),
-							 cxt);
+	{
+		char	   *queue_name = jq_result_name(i, 1);
+		TimestampTz latest = DatumGetTimestampTz(jq_result(i, 2));
+		JqAnnounced *a = jq_announced_find(queue_name);
+
+		/* its jobs were ready when a commit's mark announced the queue */
+		if (a != NULL && a->at >= latest)
+			continue;
+		*ready = jq_add_name(*ready, queue_name, cxt);
+	}
 	foreach(lc, *ready)
 	{
 		Async_Notify(JQ_NOTIFY_CHANNEL, (char *) lfirst(lc));
+		jq_note_announced((char *) lfirst(lc), now);
 		n++;
 	}
 	*ready = NIL;

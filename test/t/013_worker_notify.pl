@@ -3,8 +3,9 @@
 #     a LISTENing session within 2 s + reap interval, with no enqueue
 #     happening; an ordinary enqueue reaches a LISTENing session through the
 #     worker after commit and never before it; a rolled-back enqueue (also a
-#     rolled-back subtransaction) produces none.  Without the worker the
-#     producer's own NOTIFY is the fallback.
+#     rolled-back subtransaction) produces none; a job ready at its commit
+#     is announced once, not again by the worker's next passes.  Without
+#     the worker the producer's own NOTIFY is the fallback.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -97,6 +98,19 @@ is($node->safe_psql('postgres', q{SELECT count(*) FROM jobqueue.jobs WHERE queue
 	'0', '(and left no job)');
 cmp_ok($node->safe_psql('postgres', 'SELECT notified FROM jobqueue.jq_worker_status()'),
 	'>=', 3, 'the worker counted its notifications');
+
+# 7d. a job ready at its commit is announced once, at the commit, not again
+# by the next passes' scan for jobs that became ready
+$node->safe_psql('postgres', q{SELECT jobqueue.jq_create_queue('once')});
+poll_notifications();
+$producer->query_safe(q{SELECT jobqueue.jq_enqueue('once', '{}')});
+my $committed = $producer->query_safe(q{SELECT clock_timestamp()});
+ok( $node->poll_query_until('postgres', qq{
+SELECT last_tick > '$committed'::timestamptz + interval '1 second'
+FROM jobqueue.jq_worker_status()}),
+	'two passes of the worker went by');
+my @once = grep { $_->[0] eq 'once' } poll_notifications();
+is(scalar(@once), 1, 'the job ready at its commit was announced exactly once');
 
 # without the worker, the producer notifies at its own commit
 $node->safe_psql('postgres', q{
