@@ -1,6 +1,7 @@
 # Background worker: an error in a pass is logged, shown by
-# jq_worker_status(), and retried at the next pass -- not in a tight loop,
-# and without the worker exiting.
+# jq_worker_status() and jq_worker_tasks() (cut on a character boundary),
+# and retried later with a growing delay -- not in a tight loop, and without
+# the worker exiting.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -17,7 +18,7 @@ SELECT jobqueue.jq_enqueue('q', '{}');
 CREATE FUNCTION public.no_reap() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF NEW.last_error_code = 'LEASE_EXPIRED' THEN
-        RAISE EXCEPTION 'no_reap: reaping is refused';
+        RAISE EXCEPTION 'no_reap: reaping is refused %', repeat('ü', 300);
     END IF;
     RETURN NEW;
 END $$;
@@ -34,15 +35,25 @@ ok( $node->poll_query_until(
 	'the failed pass is reported by jq_worker_status()');
 like($node->safe_psql('postgres', 'SELECT last_error FROM jobqueue.jq_worker_status()'),
 	qr/no_reap/, 'with the error message');
+# the message is longer than what is kept: it is cut on a character boundary
+is( $node->safe_psql('postgres', q{
+SELECT octet_length(last_error) <= 255
+   AND convert_from(textsend(last_error), 'UTF8') LIKE 'no_reap: reaping is refused %ü'
+FROM jobqueue.jq_worker_status()}),
+	't', 'the kept message is cut on a character boundary');
 
 # watch it fail for a while
 let_server_time_pass($node, 3);
 my $log = slurp_file($node->logfile, $log_offset);
 my $errors = () = $log =~ /ERROR:  no_reap: reaping is refused/g;
-cmp_ok($errors, '>=', 2, "the error is logged at each pass ($errors times)");
-# 3 s at one pass per 0.5 s, plus the time until the poll: a tight loop
-# would log thousands
+cmp_ok($errors, '>=', 2, "the error is logged at each try ($errors times)");
+# 3 s with tries 0.5, 1, 2 s apart, plus the time until the poll: a tight
+# loop would log thousands
 cmp_ok($errors, '<=', 30, 'but not in a tight loop');
+is( $node->safe_psql('postgres', q{
+SELECT consecutive_errors >= 2 AND last_error LIKE 'no_reap%'
+FROM jobqueue.jq_worker_tasks() WHERE task = 'reap'}),
+	't', 'jq_worker_tasks() shows the failing task and its consecutive errors');
 is($node->safe_psql('postgres', q{SELECT status FROM jobqueue.jobs}),
 	'running', 'the failed reap changed nothing');
 is($node->safe_psql('postgres', 'SELECT pid FROM jobqueue.jq_worker_status()'),
