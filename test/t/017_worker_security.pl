@@ -15,17 +15,13 @@ use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use JobqueueTest;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('worker_security');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'jobqueue'
-jobqueue.reap_interval = '100ms'
-jobqueue.purge_interval = '100ms'
-jobqueue.launcher_interval = '1s'
-});
-$node->start;
+my $node = jq_node('worker_security', extension => 0, settings => {
+		'jobqueue.reap_interval' => '100ms',
+		'jobqueue.purge_interval' => '100ms',
+		'jobqueue.launcher_interval' => '1s' });
 
 # The test's own sessions must not fall into the trap either, nor be
 # stopped by the settings of case 2: they pin what the database sets.
@@ -110,15 +106,9 @@ SELECT jobqueue.jq_complete(c.id, c.token) FROM jobqueue.jq_claim('x', 1, 'finis
 	return ($expiring, $finished);
 }
 
-sub worker_attached
-{
-	return $node->poll_query_until('d',
-		'SELECT attached FROM jobqueue.jq_worker_status()');
-}
-
 # 1. search_path hijacking
 $node->restart;
-ok(worker_attached(), 'the worker is attached after the restart');
+ok(worker_attached($node, 'd'), 'the worker is attached after the restart');
 my ($reaped, $purged) = expiring_and_finished_jobs('hijack');
 ok( $node->poll_query_until('d', qq{
 SELECT status = 'pending' AND last_error_code = 'LEASE_EXPIRED'
@@ -144,7 +134,7 @@ ALTER DATABASE d SET role = 'dbowner';
 }, extra_params => [ '-U', 'dbowner' ]);
 $node->safe_psql('d', 'DELETE FROM jobqueue.jobs');
 $node->restart;
-ok(worker_attached(), 'the worker is attached despite the database settings');
+ok(worker_attached($node, 'd'), 'the worker is attached despite the database settings');
 ($reaped, $purged) = expiring_and_finished_jobs('settings');
 ok( $node->poll_query_until('d', qq{
 SELECT status = 'pending' AND last_error_code = 'LEASE_EXPIRED'

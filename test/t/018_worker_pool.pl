@@ -13,18 +13,14 @@ use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use JobqueueTest;
 use Test::More;
 use Time::HiRes qw(time usleep);
 
-my $node = PostgreSQL::Test::Cluster->new('worker_pool');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'jobqueue'
-jobqueue.reap_interval = '200ms'
-jobqueue.launcher_interval = '1s'
-log_min_messages = debug1
-});
-$node->start;
+my $node = jq_node('worker_pool', extension => 0, settings => {
+		'jobqueue.reap_interval' => '200ms',
+		'jobqueue.launcher_interval' => '1s',
+		log_min_messages => 'debug1' });
 
 my @with = map { sprintf('with_%02d', $_) } 1 .. 20;
 my @without = map { sprintf('without_%02d', $_) } 1 .. 20;

@@ -7,26 +7,19 @@ use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use JobqueueTest;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('gives_way');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'jobqueue'
-jobqueue.reap_interval = '100ms'
-jobqueue.purge_interval = '100ms'
-jobqueue.launcher_interval = '1s'
-deadlock_timeout = '200ms'
-});
-$node->start;
+my $node = jq_node('gives_way', settings => {
+		'jobqueue.reap_interval' => '100ms',
+		'jobqueue.purge_interval' => '100ms',
+		'jobqueue.launcher_interval' => '1s',
+		deadlock_timeout => '200ms' });
 $node->safe_psql('postgres', q{
-CREATE EXTENSION jobqueue;
 SELECT jobqueue.jq_create_queue('q');
 SELECT jobqueue.jq_enqueue('q', '{}');
 });
-$node->poll_query_until('postgres',
-	'SELECT attached FROM jobqueue.jq_worker_status()')
-  or die 'the worker did not attach';
+wait_for_worker($node);
 my $worker = $node->safe_psql('postgres', 'SELECT pid FROM jobqueue.jq_worker_status()');
 
 my $session = $node->background_psql('postgres', on_error_stop => 0);
