@@ -46,7 +46,7 @@ done
 log "waiting until every database was visited once"
 total=$((2 * N))
 for _ in $(seq 1 600); do
-	seen=$(grep -o 'jobqueue worker attached for database [0-9]*' "$JQ_PGLOG" | sort -u | wc -l)
+	seen=$({ grep -o 'jobqueue worker attached for database [0-9]*' "$JQ_PGLOG" || true; } | sort -u | wc -l)
 	((seen >= total)) && break
 	sleep 1
 done
@@ -74,9 +74,10 @@ start=$(date +%s.%N)
 sleep "$WINDOW"
 t1=$(cluster_ticks)
 end=$(date +%s.%N)
-starts_w=$(tail -c +"$log_before" "$JQ_PGLOG" | grep -o 'jobqueue worker attached for database [0-9]*' | wc -l)
+attached() { grep -oE "$1" || true; }
+starts_w=$(tail -c +"$log_before" "$JQ_PGLOG" | attached 'jobqueue worker attached for database [0-9]+' | wc -l)
 n_oids=$(psql_as -d postgres -c "SELECT string_agg(oid::text, '|') FROM pg_database WHERE datname LIKE 'n\_%'")
-starts_n=$(tail -c +"$log_before" "$JQ_PGLOG" | grep -oE "jobqueue worker attached for database ($n_oids)\$" | wc -l)
+starts_n=$(tail -c +"$log_before" "$JQ_PGLOG" | attached "jobqueue worker attached for database ($n_oids)\$" | wc -l)
 cpu=$(echo "($t1 - $t0) / $hz / ($end - $start) * 100" | bc -l)
 
 log "one expiring lease in each database with jobqueue"
