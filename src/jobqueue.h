@@ -3,22 +3,8 @@
  * jobqueue.h
  *	  Declarations shared by the files of the jobqueue extension.
  *
- * The extension is split by responsibility:
- *	  jobqueue.c	module entry (_PG_init), shared memory hooks
- *	  plans.c		the per-backend cache of prepared SPI statements
- *	  spi.c			running statements and reading their results
- *	  validate.c	argument checks shared by every SQL function
- *	  lifecycle.c	enqueue, claim, complete, fail, heartbeat, release
- *	  admin.c		queue administration, cancel and replay
- *	  maintenance.c	reaping expired leases and purging finished jobs,
- *					callable from SQL and from the background worker
- *	  wakeup.c		the "queue has new work" hint (NOTIFY)
- *	  srf.c			materialized set-returning function helper
- *	  shmem.c		shared state of the background workers
- *	  launcher.c	the launcher: one worker per database with the extension
- *	  worker.c		the per-database worker: reap, purge, wake listeners
- *	  utility.c		keeps workers out of the way of DROP DATABASE and co.
- *	  counters.c	event counters per (database, queue) in shared memory
+ * The extension is split by responsibility, one file each; the map of the
+ * files and the design notes are in src/README.md.
  *
  *-------------------------------------------------------------------------
  */
@@ -333,6 +319,7 @@ extern void jq_workers_shmem_init(void);
 extern JqDatabaseEntry *jq_entry_find(Oid dboid);
 extern JqDatabaseEntry *jq_entry_get(Oid dboid);
 extern JqDatabaseEntry *jq_my_entry(void);
+extern void jq_pool_slot_clear(JqPoolSlot *slot);
 extern bool jq_worker_running(Oid dboid);
 extern void jq_note_activity(void);
 extern void jq_mark_queues(Oid dboid, const char *const *names, int nnames);

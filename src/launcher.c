@@ -309,11 +309,7 @@ jq_launcher_start_worker(int w, int e, const char *dbname)
 
 	handles[w] = NULL;
 	LWLockAcquire(jq_shared->lock, LW_EXCLUSIVE);
-	LWLockAcquire(slot->marks_lock, LW_EXCLUSIVE);
-	slot->entry = -1;
-	slot->dboid = InvalidOid;
-	slot->state = JQ_WORKER_NONE;
-	LWLockRelease(slot->marks_lock);
+	jq_pool_slot_clear(slot);
 	entry->worker = -1;
 	entry->unserved = true;
 	LWLockRelease(jq_shared->lock);
@@ -360,11 +356,7 @@ jq_launcher_collect(TimestampTz now)
 				entry->next_visit = TimestampTzPlusMilliseconds(now,
 																JQ_WORKER_RESTART_DELAY);
 			}
-			LWLockAcquire(slot->marks_lock, LW_EXCLUSIVE);
-			slot->entry = -1;
-			slot->dboid = InvalidOid;
-			slot->state = JQ_WORKER_NONE;
-			LWLockRelease(slot->marks_lock);
+			jq_pool_slot_clear(slot);
 		}
 		LWLockRelease(jq_shared->lock);
 	}
@@ -548,11 +540,7 @@ jq_launcher_main(Datum main_arg)
 		{
 			if (slot->entry >= 0)
 				jq_shared->entries[slot->entry].worker = -1;
-			LWLockAcquire(slot->marks_lock, LW_EXCLUSIVE);
-			slot->entry = -1;
-			slot->dboid = InvalidOid;
-			slot->state = JQ_WORKER_NONE;
-			LWLockRelease(slot->marks_lock);
+			jq_pool_slot_clear(slot);
 		}
 	}
 	LWLockRelease(jq_shared->lock);

@@ -196,6 +196,23 @@ jq_my_entry(void)
 }
 
 /*
+ * Free pool slot slot: no database, no process.  The caller holds the main
+ * lock exclusively and has detached the slot from its registry entry.
+ */
+void
+jq_pool_slot_clear(JqPoolSlot *slot)
+{
+	LWLockAcquire(slot->marks_lock, LW_EXCLUSIVE);
+	slot->entry = -1;
+	slot->dboid = InvalidOid;
+	slot->state = JQ_WORKER_NONE;
+	slot->pid = 0;
+	slot->latch = NULL;
+	slot->yield_requested = false;
+	LWLockRelease(slot->marks_lock);
+}
+
+/*
  * The pool slot serving database dboid through entry, with its marks lock
  * held, or NULL (nothing held).
  */

@@ -353,14 +353,7 @@ jq_worker_detach(int code, Datum arg)
 				TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 											JQ_WORKER_RESTART_DELAY);
 		}
-		LWLockAcquire(worker_slot->marks_lock, LW_EXCLUSIVE);
-		worker_slot->pid = 0;
-		worker_slot->latch = NULL;
-		worker_slot->entry = -1;
-		worker_slot->dboid = InvalidOid;
-		worker_slot->state = JQ_WORKER_NONE;
-		worker_slot->yield_requested = false;
-		LWLockRelease(worker_slot->marks_lock);
+		jq_pool_slot_clear(worker_slot);
 	}
 	LWLockRelease(jq_shared->lock);
 	jq_launcher_wake(false);

@@ -106,24 +106,36 @@ SELECT jobqueue.jq_complete(c.id, c.token) FROM jobqueue.jq_claim('x', 1, 'finis
 	return ($expiring, $finished);
 }
 
-# 1. search_path hijacking
-$node->restart;
-ok(worker_attached($node, 'd'), 'the worker is attached after the restart');
-my ($reaped, $purged) = expiring_and_finished_jobs('hijack');
-ok( $node->poll_query_until('d', qq{
+# After a restart (the worker connects afresh, with d's settings): the worker
+# reaps and purges, and no hostile function ran as a superuser.
+sub worker_works_unharmed
+{
+	my ($case) = @_;
+	$node->restart;
+	ok(worker_attached($node, 'd'), "$case: the worker is attached after the restart");
+	my ($reaped, $purged) = expiring_and_finished_jobs($case);
+	ok( $node->poll_query_until('d', qq{
 SELECT status = 'pending' AND last_error_code = 'LEASE_EXPIRED'
 FROM jobqueue.jobs WHERE id = $reaped}),
-	'the worker reaped the expired lease');
-ok( $node->poll_query_until('d',
-		"SELECT NOT EXISTS (SELECT FROM jobqueue.jobs WHERE id = $purged)"),
-	'the worker purged the finished job');
-is($node->safe_psql('d', 'SELECT count(*) FROM evil.calls WHERE super'),
-	'0', 'no hostile function ran as a superuser');
-is($node->safe_psql('postgres',
-		"SELECT rolsuper FROM pg_roles WHERE rolname = 'dbowner'"),
-	'f', 'the database owner is not superuser');
+		"$case: the worker reaped the expired lease");
+	ok( $node->poll_query_until('d',
+			"SELECT NOT EXISTS (SELECT FROM jobqueue.jobs WHERE id = $purged)"),
+		"$case: the worker purged the finished job");
+	is($node->safe_psql('d', 'SELECT last_error FROM jobqueue.jq_worker_status()'),
+		'', "$case: the worker recorded no error");
+	is($node->safe_psql('d', 'SELECT count(*) FROM evil.calls WHERE super'),
+		'0', "$case: no hostile function ran as a superuser");
+	is($node->safe_psql('postgres',
+			"SELECT rolsuper FROM pg_roles WHERE rolname = 'dbowner'"),
+		'f', "$case: the database owner is not superuser");
+	return;
+}
 
-# 2. settings that would stop the worker's transactions
+# 1. search_path hijacking
+worker_works_unharmed('hostile search_path');
+
+# 2. settings that would stop the worker's transactions, or run it as
+# another role
 $node->safe_psql('d', q{
 ALTER DATABASE d SET default_transaction_read_only = on;
 ALTER DATABASE d SET statement_timeout = '1ms';
@@ -133,24 +145,7 @@ ALTER DATABASE d SET default_transaction_isolation = 'serializable';
 ALTER DATABASE d SET role = 'dbowner';
 }, extra_params => [ '-U', 'dbowner' ]);
 $node->safe_psql('d', 'DELETE FROM jobqueue.jobs');
-$node->restart;
-ok(worker_attached($node, 'd'), 'the worker is attached despite the database settings');
-($reaped, $purged) = expiring_and_finished_jobs('settings');
-ok( $node->poll_query_until('d', qq{
-SELECT status = 'pending' AND last_error_code = 'LEASE_EXPIRED'
-FROM jobqueue.jobs WHERE id = $reaped}),
-	'reaping works with read-only defaults and a 1 ms statement_timeout');
-ok( $node->poll_query_until('d',
-		"SELECT NOT EXISTS (SELECT FROM jobqueue.jobs WHERE id = $purged)"),
-	'purging works too');
-is( $node->safe_psql('d',
-		'SELECT last_error FROM jobqueue.jq_worker_status()'),
-	'', 'the worker recorded no error');
-is($node->safe_psql('d', 'SELECT count(*) FROM evil.calls WHERE super'),
-	'0', 'still no hostile function ran as a superuser');
-is($node->safe_psql('postgres',
-		"SELECT rolsuper FROM pg_roles WHERE rolname = 'dbowner'"),
-	'f', 'the database owner is still not superuser');
+worker_works_unharmed('read-only, 1 ms timeouts, serializable, a role');
 
 $node->stop;
 done_testing();
