@@ -150,11 +150,7 @@ jq_drop_queue(PG_FUNCTION_ARGS)
 	Datum		values[1];
 	int64		njobs;
 
-	if (PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("force must not be null")));
-	force = PG_GETARG_BOOL(1);
+	force = DatumGetBool(jq_arg_required(fcinfo, 1, "force"));
 	values[0] = CStringGetTextDatum(queue_name);
 
 	jq_spi_connect();

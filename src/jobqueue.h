@@ -128,13 +128,14 @@ extern bool jq_require_queue(const char *queue_name);
 extern char *jq_arg_queue_name(FunctionCallInfo fcinfo, int argno);
 extern text *jq_arg_nonempty_text(FunctionCallInfo fcinfo, int argno,
 								  const char *what, int maxlen);
+extern Datum jq_arg_required(FunctionCallInfo fcinfo, int argno,
+							 const char *what);
 extern int64 jq_arg_int8(FunctionCallInfo fcinfo, int argno, const char *what);
 extern int32 jq_arg_positive_int4(FunctionCallInfo fcinfo, int argno,
 								  const char *what);
 extern Interval *jq_arg_interval(FunctionCallInfo fcinfo, int argno,
 								 const char *what, bool allow_null,
 								 bool allow_zero);
-extern void jq_check_interval(Interval *iv, const char *what, bool allow_zero);
 extern Datum jq_arg_timestamptz(FunctionCallInfo fcinfo, int argno,
 								const char *what, bool *isnull);
 extern void jq_check_payload(Datum payload);

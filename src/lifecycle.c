@@ -279,19 +279,10 @@ jq_enqueue(PG_FUNCTION_ARGS)
 	bool		isnull;
 	int64		job_id;
 
-	if (PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("payload must not be null")));
-	jq_check_payload(PG_GETARG_DATUM(1));
-	if (PG_ARGISNULL(2))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("priority must not be null")));
-
 	values[0] = CStringGetTextDatum(queue_name);
-	values[1] = PG_GETARG_DATUM(1);
-	values[2] = PG_GETARG_DATUM(2);
+	values[1] = jq_arg_required(fcinfo, 1, "payload");
+	jq_check_payload(values[1]);
+	values[2] = jq_arg_required(fcinfo, 2, "priority");
 	values[3] = jq_arg_timestamptz(fcinfo, 3, "run_at", &isnull);
 	if (isnull)
 		nulls[3] = JQ_ISNULL;
@@ -364,10 +355,7 @@ jq_enqueue_many(PG_FUNCTION_ARGS)
 	Tuplestorestate *tupstore;
 	uint64		i;
 
-	if (PG_ARGISNULL(2))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("priority must not be null")));
+	values[2] = jq_arg_required(fcinfo, 2, "priority");
 
 	/* check each payload's size before anything is inserted */
 	{
@@ -382,7 +370,6 @@ jq_enqueue_many(PG_FUNCTION_ARGS)
 
 	values[0] = CStringGetTextDatum(queue_name);
 	values[1] = PointerGetDatum(payloads);
-	values[2] = PG_GETARG_DATUM(2);
 	values[3] = jq_arg_timestamptz(fcinfo, 3, "run_at", &isnull);
 	if (isnull)
 		nulls[3] = JQ_ISNULL;
@@ -593,11 +580,7 @@ jq_fail(PG_FUNCTION_ARGS)
 			len = pg_mbcliplen(VARDATA_ANY(msg), len, jq_max_error_length);
 		values[3] = PointerGetDatum(cstring_to_text_with_len(VARDATA_ANY(msg), len));
 	}
-	if (PG_ARGISNULL(4))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("retryable must not be null")));
-	values[4] = PG_GETARG_DATUM(4);
+	values[4] = jq_arg_required(fcinfo, 4, "retryable");
 	retry_in = jq_arg_interval(fcinfo, 5, "retry_in", true, true);
 	values[5] = PointerGetDatum(retry_in);
 	if (retry_in == NULL)

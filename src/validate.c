@@ -118,6 +118,14 @@ jq_arg_nonempty_text(FunctionCallInfo fcinfo, int argno, const char *what,
 	return t;
 }
 
+/* A required argument of any type, as it was passed. */
+Datum
+jq_arg_required(FunctionCallInfo fcinfo, int argno, const char *what)
+{
+	jq_check_not_null(fcinfo, argno, what);
+	return PG_GETARG_DATUM(argno);
+}
+
 /* A required bigint argument (job ids and tokens). */
 int64
 jq_arg_int8(FunctionCallInfo fcinfo, int argno, const char *what)
@@ -148,7 +156,7 @@ jq_arg_positive_int4(FunctionCallInfo fcinfo, int argno, const char *what)
  * cannot leave the timestamp range.  Months count as 30 days and days as 24
  * hours, as in interval comparison.
  */
-void
+static void
 jq_check_interval(Interval *iv, const char *what, bool allow_zero)
 {
 	double		usecs;
