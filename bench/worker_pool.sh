@@ -43,6 +43,7 @@ for i in $(seq -w 1 "$N"); do
 	psql_as -d postgres -c "CREATE DATABASE n_$i"
 done
 
+load_at_start=$(cut -d' ' -f1-3 /proc/loadavg)
 log "waiting until every database was visited once"
 total=$((2 * N))
 for _ in $(seq 1 600); do
@@ -68,17 +69,43 @@ cluster_ticks() {
 	echo "$t"
 }
 hz=$(getconf CLK_TCK)
-log_before=$(wc -c <"$JQ_PGLOG")
-t0=$(cluster_ticks)
-start=$(date +%s.%N)
-sleep "$WINDOW"
-t1=$(cluster_ticks)
-end=$(date +%s.%N)
 attached() { grep -oE "$1" || true; }
-starts_w=$(tail -c +"$log_before" "$JQ_PGLOG" | attached 'jobqueue worker attached for database [0-9]+' | wc -l)
 n_oids=$(psql_as -d postgres -c "SELECT string_agg(oid::text, '|') FROM pg_database WHERE datname LIKE 'n\_%'")
-starts_n=$(tail -c +"$log_before" "$JQ_PGLOG" | attached "jobqueue worker attached for database ($n_oids)\$" | wc -l)
-cpu=$(echo "($t1 - $t0) / $hz / ($end - $start) * 100" | bc -l)
+
+# measure_window: sets cpu (% of one core), starts (worker starts per
+# second) and starts_n (worker starts in databases without jobqueue)
+measure_window() {
+	local log_before t0 t1 start end starts_all
+	log_before=$(wc -c <"$JQ_PGLOG")
+	t0=$(cluster_ticks)
+	start=$(date +%s.%N)
+	sleep "$WINDOW"
+	t1=$(cluster_ticks)
+	end=$(date +%s.%N)
+	starts_all=$(tail -c +"$log_before" "$JQ_PGLOG" | attached 'jobqueue worker attached for database [0-9]+' | wc -l)
+	starts_n=$(tail -c +"$log_before" "$JQ_PGLOG" | attached "jobqueue worker attached for database ($n_oids)\$" | wc -l)
+	cpu=$(echo "($t1 - $t0) / $hz / ($end - $start) * 100" | bc -l)
+	starts=$(echo "$starts_all / ($end - $start)" | bc -l)
+}
+
+log "idle, with the worker pool, for $WINDOW s"
+measure_window
+cpu_on=$cpu starts_on=$starts starts_n_on=$starts_n
+
+log "idle, the same cluster with jobqueue.worker_enabled = off, for $WINDOW s"
+psql_as -d postgres -c "ALTER SYSTEM SET jobqueue.worker_enabled = off" -c "SELECT pg_reload_conf()" >/dev/null
+until [ "$(psql_as -d postgres -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'jobqueue worker'")" = 0 ]; do
+	sleep 0.1
+done
+measure_window
+cpu_off=$cpu
+psql_as -d postgres -c "ALTER SYSTEM RESET jobqueue.worker_enabled" -c "SELECT pg_reload_conf()" >/dev/null
+# the launcher registers and visits every database again
+for _ in $(seq 1 600); do
+	[ "$(psql_as -d w_001 -c "SELECT state <> 'waiting for the launcher' FROM jobqueue.jq_worker_status()" 2>/dev/null)" = t ] && break
+	sleep 0.5
+done
+sleep 5
 
 log "one expiring lease in each database with jobqueue"
 for i in $(seq -w 1 "$N"); do
@@ -95,10 +122,10 @@ for i in $(seq -w 1 "$N"); do
 done
 
 {
-	echo "worker pool, $(date -u +%F), $(nproc) cores, load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-	echo "databases: $N with jobqueue, $N without; max_worker_processes 8, jobqueue.max_workers 2"
-	printf 'idle CPU of the whole cluster over %s s: %.2f %% of one core\n' "$WINDOW" "$cpu"
-	printf 'worker starts: %.2f per second (%s in databases with jobqueue, %s in databases without)\n' \
-		"$(echo "$starts_w / ($end - $start)" | bc -l)" "$((starts_w - starts_n))" "$starts_n"
+	echo "worker pool, $(date -u +%F), $(nproc) cores, load at start: $load_at_start"
+	echo "databases: $N with jobqueue, $N without; max_worker_processes 8, jobqueue.max_workers 2, defaults otherwise"
+	printf 'idle CPU of the whole cluster over %s s: %.2f %% of one core with the pool, %.2f %% with jobqueue.worker_enabled = off (PostgreSQL itself: autovacuum visits every database too); jobqueue: %.2f %%\n' \
+		"$WINDOW" "$cpu_on" "$cpu_off" "$(echo "$cpu_on - $cpu_off" | bc -l)"
+	printf 'worker starts: %.2f per second, %s of them in databases without jobqueue\n' "$starts_on" "$starts_n_on"
 	printf 'worst delay from lease expiry to reap, %s databases at once: %.2f s\n' "$N" "$worst"
 } | tee "$out"

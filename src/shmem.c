@@ -24,8 +24,9 @@
  *	  both locks held, so either lock is enough to read them: committing
  *	  backends take only the marks lock of their database's slot, so the
  *	  cost of a commit does not depend on the number of databases.
- *	  JqDatabaseEntry->activity is an atomic flag: backends set it, the
- *	  worker resets it when a pass starts.
+ *	  JqDatabaseEntry->activity is an atomic flag: backends set it when a
+ *	  transaction that changed jobs commits, the worker resets it when a
+ *	  pass starts.
  *	  Latches of other processes are set after releasing the locks, with the
  *	  pointer read under them (a latch lives in PGPROC, so a stale pointer can
  *	  only wake a process that ignores it).
@@ -45,6 +46,7 @@
  */
 #include "jobqueue.h"
 
+#include "access/xact.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
@@ -254,16 +256,31 @@ jq_worker_running(Oid dboid)
 	return true;
 }
 
-/*
- * Note that this backend changed jobs in the current database (a claim
- * leased some, an enqueue added some): the database is then due for a pass
- * within jobqueue.reap_interval.  One atomic write; never fails.
- */
-void
-jq_note_activity(void)
-{
-	JqDatabaseEntry *entry = jq_my_entry();
+/* Set in a transaction that changed jobs; acted on at its commit */
+static bool activity_pending = false;
+static bool activity_callback_registered = false;
 
+/*
+ * At commit, when the changes are visible: set the database's activity flag
+ * (and wake the launcher if no worker is in the database).  Set any earlier,
+ * a worker's pass could reset the flag and take its snapshot before the
+ * commit, and miss both.  Must not fail: one atomic write and a latch.
+ */
+static void
+jq_activity_xact_callback(XactEvent event, void *arg)
+{
+	JqDatabaseEntry *entry;
+
+	if (!activity_pending)
+		return;
+	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT &&
+		event != XACT_EVENT_PREPARE)
+		return;
+	activity_pending = false;
+	if (event != XACT_EVENT_COMMIT)
+		return;
+
+	entry = jq_my_entry();
 	if (entry == NULL || pg_atomic_read_u32(&entry->activity) != 0)
 		return;
 	pg_atomic_write_u32(&entry->activity, 1);
@@ -275,6 +292,24 @@ jq_note_activity(void)
 		if (latch != NULL)
 			SetLatch(latch);
 	}
+}
+
+/*
+ * Note that this transaction changes jobs in the current database (a claim
+ * leases some, an enqueue adds some): once it commits, the database is due
+ * for a pass of a worker within jobqueue.reap_interval.
+ */
+void
+jq_note_activity(void)
+{
+	if (jq_shared == NULL)
+		return;
+	if (!activity_callback_registered)
+	{
+		RegisterXactCallback(jq_activity_xact_callback, NULL);
+		activity_callback_registered = true;
+	}
+	activity_pending = true;
 }
 
 /*
