@@ -360,6 +360,8 @@ jq_worker_detach(int code, Datum arg)
 		worker_slot->dboid = InvalidOid;
 		worker_slot->state = JQ_WORKER_NONE;
 		worker_slot->yield_requested = false;
+		worker_slot->nfinished = 0;
+		worker_slot->finished_reserved = 0;
 		LWLockRelease(worker_slot->marks_lock);
 	}
 	LWLockRelease(jq_shared->lock);
@@ -506,7 +508,9 @@ static void
 jq_announce_marked(void)
 {
 	char		marks[JQ_MAX_MARKS][JQ_QUEUE_NAME_MAXLEN + 1];
+	JqFinishedMark finished[JQ_MAX_FINISHED_MARKS];
 	int			nmarks;
+	int			nfinished;
 	bool		overflow;
 	int			i;
 	uint64		n;
@@ -518,8 +522,11 @@ jq_announce_marked(void)
 	memcpy(marks, worker_slot->marks, sizeof(marks[0]) * nmarks);
 	worker_slot->nmarks = 0;
 	worker_slot->marks_overflow = false;
+	nfinished = worker_slot->nfinished;
+	memcpy(finished, worker_slot->finished, sizeof(finished[0]) * nfinished);
+	worker_slot->nfinished = 0;
 	LWLockRelease(worker_slot->marks_lock);
-	if (nmarks == 0 && !overflow)
+	if (nmarks == 0 && !overflow && nfinished == 0)
 		return;
 
 	if (!jq_work_begin("sending jobqueue notifications"))
@@ -527,12 +534,23 @@ jq_announce_marked(void)
 		/* announce them all at the next wake-up */
 		LWLockAcquire(worker_slot->marks_lock, LW_EXCLUSIVE);
 		worker_slot->marks_overflow = true;
+		/* finished jobs are put back if there is room, else dropped */
+		if (worker_slot->nfinished + worker_slot->finished_reserved + nfinished <=
+			JQ_MAX_FINISHED_MARKS)
+		{
+			memcpy(&worker_slot->finished[worker_slot->nfinished], finished,
+				   sizeof(finished[0]) * nfinished);
+			worker_slot->nfinished += nfinished;
+		}
 		LWLockRelease(worker_slot->marks_lock);
 		return;
 	}
-	n = nmarks;
+	n = nmarks + nfinished;
 	for (i = 0; i < nmarks; i++)
 		Async_Notify(JQ_NOTIFY_CHANNEL, marks[i]);
+	for (i = 0; i < nfinished; i++)
+		Async_Notify(JQ_FINISHED_CHANNEL,
+					 psprintf(INT64_FORMAT " %s", finished[i].id, finished[i].status));
 	if (overflow)
 	{
 		jq_execute(JQ_PLAN_NOTIFY_QUEUES, NULL, NULL, SPI_OK_SELECT);
