@@ -519,6 +519,38 @@ SELECT pg_catalog.has_function_privilege('"regress_jq ""hostile""; DROP TABLE jo
 DROP OWNED BY regress_jq_hostile, "regress_jq ""hostile""; DROP TABLE jobqueue.jobs; --";
 DROP ROLE regress_jq_hostile, "regress_jq ""hostile""; DROP TABLE jobqueue.jobs; --";
 
+-- results, progress and dependencies: NULL in each argument, unknown ids
+-- and tokens, oversize and deeply nested JSON, arrays of the wrong shape
+SELECT v.label, pg_temp.try(v.stmt) AS result
+FROM (VALUES
+		(1, 'progress(NULL, token)', $$SELECT jobqueue.jq_progress(NULL, 1, '{}')$$),
+		(2, 'progress(id, NULL)', $$SELECT jobqueue.jq_progress(1, NULL, '{}')$$),
+		(3, 'progress(NULL progress)', $$SELECT jobqueue.jq_progress(1, 1, NULL)$$),
+		(4, 'progress(unknown id)', $$SELECT jobqueue.jq_progress(9223372036854775807, 9223372036854775807, '{}')$$),
+		(5, 'progress(negative id, token)', $$SELECT jobqueue.jq_progress(-9223372036854775808, -1, '[]')$$),
+		(6, 'progress(2 MB)', $$SELECT jobqueue.jq_progress(1, 1, pg_catalog.jsonb_build_object('x', pg_catalog.repeat('x', 2 * 1024 * 1024)))$$),
+		(7, 'progress(10,000 levels)', $$SELECT jobqueue.jq_progress(1, 1, (pg_catalog.repeat('[', 10000) || pg_catalog.repeat(']', 10000))::jsonb)$$),
+		(8, 'job(NULL)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_job(NULL)$$),
+		(9, 'job(unknown id)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_job(-9223372036854775808)$$),
+		(10, 'complete(result 2 MB)', $$SELECT jobqueue.jq_complete(1, 1, pg_catalog.jsonb_build_object('x', pg_catalog.repeat('x', 2 * 1024 * 1024)))$$),
+		(11, 'complete(result NULL)', $$SELECT jobqueue.jq_complete(9223372036854775807, 1, NULL)$$),
+		(12, 'complete_many(results shorter)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_complete_many('{1,2}', '{1,1}', ARRAY['{}'::jsonb])$$),
+		(13, 'complete_many(results 2-D)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_complete_many('{1,2}', '{1,1}', ARRAY[['{}'::jsonb], ['{}'::jsonb]])$$),
+		(14, 'complete_many(results with NULL)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_complete_many('{1}', '{1}', ARRAY[NULL::jsonb])$$),
+		(15, 'complete_many(result 2 MB)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_complete_many('{1}', '{1}', ARRAY[pg_catalog.jsonb_build_object('x', pg_catalog.repeat('x', 2 * 1024 * 1024))])$$),
+		(16, 'fail(error_detail 2 MB)', $$SELECT jobqueue.jq_fail(1, 1, 'E', error_detail => pg_catalog.jsonb_build_object('x', pg_catalog.repeat('x', 2 * 1024 * 1024)))$$),
+		(17, 'enqueue(depends_on NULL element)', $$SELECT jobqueue.jq_enqueue('hostile', '{}', depends_on => ARRAY[NULL::bigint])$$),
+		(18, 'enqueue(depends_on unknown)', $$SELECT jobqueue.jq_enqueue('hostile', '{}', depends_on => ARRAY[9223372036854775807])$$),
+		(19, 'enqueue(depends_on 2-D)', $$SELECT jobqueue.jq_enqueue('hostile', '{}', depends_on => ARRAY[[1], [2]])$$),
+		(20, 'enqueue(depends_on 100,000 unknown)', $$SELECT jobqueue.jq_enqueue('hostile', '{}', depends_on => ARRAY(SELECT -g FROM pg_catalog.generate_series(1, 100000) g))$$),
+		(21, 'enqueue(depends_on, unknown queue)', $$SELECT jobqueue.jq_enqueue('hostile_none', '{}', depends_on => '{}')$$),
+		(22, 'enqueue_many(depends_on unknown)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_enqueue_many('hostile', ARRAY['{}'::jsonb], depends_on => ARRAY[-1::bigint])$$),
+		(23, 'enqueue_many(depends_on NULL element)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_enqueue_many('hostile', ARRAY['{}'::jsonb], depends_on => ARRAY[NULL::bigint])$$),
+		(24, 'create_queue(notify_finished NULL)', $$SELECT jobqueue.jq_create_queue('hostile_nf', notify_finished => NULL)$$),
+		(25, 'alter_queue(unknown queue, notify_finished)', $$SELECT jobqueue.jq_alter_queue('hostile_none', notify_finished => true)$$))
+	AS v(ord, label, stmt)
+ORDER BY v.ord;
+
 -- the statistics view over the queues above
 SELECT queue_name, paused, pending, ready, scheduled, running, succeeded, dead,
 	cancelled, oldest_ready_age IS NOT NULL AS has_ready
@@ -544,7 +576,8 @@ WHERE d.classid = 'pg_catalog.pg_proc'::regclass AND d.deptype = 'e'
 						  'jq_grant_producer', 'jq_grant_worker', 'jq_grant_admin',
 						  'jq_revoke_producer', 'jq_revoke_worker', 'jq_revoke_admin',
 						  'jq_grant_monitor', 'jq_revoke_monitor',
-						  'jq_worker_status', 'jq_worker_tasks')
+						  'jq_worker_status', 'jq_worker_tasks',
+						  'jq_progress', 'jq_job')
 ORDER BY 1;
 
 -- clean up

@@ -200,3 +200,335 @@ BEGIN
 	END IF;
 END
 $$;
+
+------------------------------------------------------------------------------
+-- Results, progress and dependencies
+------------------------------------------------------------------------------
+
+/*
+ * A job that waits for other jobs has status 'waiting': it is outside the
+ * claim index (WHERE status = 'pending') until its last dependency
+ * succeeds.  An enum value added here cannot be used before this
+ * transaction commits (CREATE EXTENSION runs the whole chain in one), so
+ * nothing below names it: the index and the view select waiting jobs as
+ * the ones before 'pending' in the enum's order.
+ */
+ALTER TYPE jobqueue.job_status ADD VALUE 'waiting' BEFORE 'pending';
+
+/*
+ * result: what jq_complete stored.  progress: what the last jq_progress
+ * stored.  dependencies_left: the number of rows of job_dependencies for
+ * this job (dependencies that had not succeeded when last looked at); it
+ * is updated under the job's row lock, so concurrent completions of two
+ * dependencies cannot both miss that the other one finished.
+ * has_dependents: some job was enqueued to wait for this one.  The
+ * enqueue sets it with an UPDATE, so a completion that waited for that
+ * row lock reads it from the row it then changes (a subquery would still
+ * use the completion's older snapshot and miss the new dependent).
+ */
+ALTER TABLE jobqueue.jobs
+	ADD COLUMN result jsonb,
+	ADD COLUMN progress jsonb,
+	ADD COLUMN dependencies_left integer NOT NULL DEFAULT 0
+		CONSTRAINT jobs_dependencies_left_nonnegative CHECK (dependencies_left >= 0),
+	ADD COLUMN has_dependents boolean NOT NULL DEFAULT false;
+
+ALTER TABLE jobqueue.queues
+	ADD COLUMN notify_finished boolean NOT NULL DEFAULT false;
+
+/*
+ * One row per dependency of a job that had not succeeded when last looked
+ * at: the row goes when the dependency succeeds.  A dependent cancelled
+ * because a dependency failed keeps its rows, so that jq_retry can look at
+ * them again, and so that purging keeps the jobs they name.  No foreign
+ * keys: their triggers would run for every job deleted by purging; the
+ * functions keep the rows consistent instead (purging deletes a job's
+ * rows with the job).
+ */
+CREATE TABLE jobqueue.job_dependencies
+(
+	job_id		bigint		NOT NULL,
+	depends_on	bigint		NOT NULL,
+	PRIMARY KEY (job_id, depends_on)
+)
+WITH (autovacuum_vacuum_scale_factor = 0.01,
+	  autovacuum_vacuum_cost_delay = 0);
+COMMENT ON TABLE jobqueue.job_dependencies IS
+	'dependencies of jobs that have not succeeded yet: job_id waits for depends_on';
+-- Serves the release of dependents and the purge check: who waits for a job.
+CREATE INDEX job_dependencies_depends_on_idx ON jobqueue.job_dependencies (depends_on);
+SELECT pg_catalog.pg_extension_config_dump('jobqueue.job_dependencies', '');
+
+-- Waiting jobs by queue, for queue_stats ('waiting' sorts before 'pending').
+CREATE INDEX jobs_waiting_idx ON jobqueue.jobs (queue_name)
+	WHERE status < 'pending';
+
+/*
+ * queue_stats gets a last column, waiting: jobs whose dependencies have
+ * not all succeeded (never counted in pending or ready).  Added at the end
+ * so that CREATE OR REPLACE keeps the view's privileges.
+ */
+CREATE OR REPLACE VIEW jobqueue.queue_stats AS
+SELECT q.queue_name,
+	   q.paused,
+	   COALESCE(p.pending, 0) AS pending,
+	   COALESCE(p.ready, 0) AS ready,
+	   COALESCE(p.pending - p.ready, 0) AS scheduled,
+	   COALESCE(r.running, 0) AS running,
+	   COALESCE(r.expiring_soon, 0) AS expiring_soon,
+	   jobqueue.jq_finished_count(q.queue_name, 'succeeded') AS succeeded,
+	   d.dead,
+	   jobqueue.jq_finished_count(q.queue_name, 'cancelled') AS cancelled,
+	   p.oldest_ready_age,
+	   d.oldest_dead_age,
+	   w.waiting
+FROM jobqueue.queues q
+LEFT JOIN
+	(SELECT j.queue_name,
+			pg_catalog.count(*) AS pending,
+			pg_catalog.count(*) FILTER (WHERE j.available_at <= pg_catalog.now()) AS ready,
+			pg_catalog.now() - pg_catalog.min(j.available_at)
+				FILTER (WHERE j.available_at <= pg_catalog.now()) AS oldest_ready_age
+	 FROM jobqueue.jobs j
+	 WHERE j.status = 'pending'
+	 GROUP BY j.queue_name) p ON p.queue_name = q.queue_name
+CROSS JOIN LATERAL
+	(SELECT pg_catalog.count(*) AS dead,
+			pg_catalog.now() - pg_catalog.min(j.finished_at) AS oldest_dead_age
+	 FROM jobqueue.jobs j
+	 WHERE j.queue_name = q.queue_name AND j.status = 'dead') d
+LEFT JOIN
+	(SELECT j.queue_name,
+			pg_catalog.count(*) AS running,
+			pg_catalog.count(*) FILTER (WHERE j.lease_expires_at <
+				pg_catalog.now() + GREATEST(interval '5 seconds', rq.lease_duration * 0.1)) AS expiring_soon
+	 FROM jobqueue.jobs j
+	 JOIN jobqueue.queues rq ON rq.queue_name = j.queue_name
+	 WHERE j.status = 'running'
+	 GROUP BY j.queue_name) r ON r.queue_name = q.queue_name
+CROSS JOIN LATERAL
+	(SELECT pg_catalog.count(*) AS waiting
+	 FROM jobqueue.jobs j
+	 WHERE j.queue_name = q.queue_name AND j.status < 'pending') w;
+COMMENT ON VIEW jobqueue.queue_stats IS
+	'per queue: backlog, running and expiring leases, finished counts, age of the oldest ready and dead job, jobs waiting for dependencies';
+
+/*
+ * New arguments, last and with defaults, so that positional calls keep
+ * working: the new signatures are created beside the old ones, the old
+ * ones' EXECUTE grants are copied to them, then the old ones are dropped.
+ * The C entry points read a new argument only when PG_NARGS() has it, so
+ * an old definition still binds to the new library.
+ */
+CREATE FUNCTION jobqueue.jq_create_queue(
+	queue_name text,
+	max_attempts int DEFAULT 8,
+	lease_duration interval DEFAULT '60 seconds',
+	max_runtime interval DEFAULT '1 hour',
+	backoff_base interval DEFAULT '10 seconds',
+	backoff_max interval DEFAULT '1 hour',
+	retention interval DEFAULT '7 days',
+	notify_finished boolean DEFAULT false)
+RETURNS void
+AS 'MODULE_PATHNAME', 'jq_create_queue'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION jobqueue.jq_create_queue(text, int, interval, interval, interval, interval, interval, boolean) IS
+	'create a queue with its policy; does nothing (with a NOTICE) when it exists';
+
+CREATE FUNCTION jobqueue.jq_alter_queue(
+	queue_name text,
+	max_attempts int DEFAULT NULL,
+	lease_duration interval DEFAULT NULL,
+	max_runtime interval DEFAULT NULL,
+	backoff_base interval DEFAULT NULL,
+	backoff_max interval DEFAULT NULL,
+	retention interval DEFAULT NULL,
+	notify boolean DEFAULT NULL,
+	notify_finished boolean DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'jq_alter_queue'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION jobqueue.jq_alter_queue(text, int, interval, interval, interval, interval, interval, boolean, boolean) IS
+	'change a queue''s policy; NULL arguments leave a setting unchanged';
+
+CREATE FUNCTION jobqueue.jq_enqueue(
+	queue_name text,
+	payload jsonb,
+	priority int DEFAULT 0,
+	run_at timestamptz DEFAULT NULL,
+	max_attempts int DEFAULT NULL,
+	idempotency_key text DEFAULT NULL,
+	depends_on bigint[] DEFAULT NULL)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'jq_enqueue'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION jobqueue.jq_enqueue(text, jsonb, int, timestamptz, int, text, bigint[]) IS
+	'add a job and return its id; with an idempotency key the queue already holds, return that job''s id; with depends_on, the job waits until those jobs have succeeded';
+
+CREATE FUNCTION jobqueue.jq_enqueue_many(
+	queue_name text,
+	payloads jsonb[],
+	priority int DEFAULT 0,
+	run_at timestamptz DEFAULT NULL,
+	depends_on bigint[] DEFAULT NULL)
+RETURNS SETOF bigint
+AS 'MODULE_PATHNAME', 'jq_enqueue_many'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION jobqueue.jq_enqueue_many(text, jsonb[], int, timestamptz, bigint[]) IS
+	'add one job per payload in one statement; returns the ids in payload order; with depends_on, every job waits for those jobs';
+
+CREATE FUNCTION jobqueue.jq_complete(id bigint, token bigint, result jsonb DEFAULT NULL)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'jq_complete'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION jobqueue.jq_complete(bigint, bigint, jsonb) IS
+	'mark a job succeeded, storing its result; false (and no change) when the token is stale or the lease has expired';
+
+CREATE FUNCTION jobqueue.jq_complete_many(ids bigint[], tokens bigint[], results jsonb[] DEFAULT NULL)
+RETURNS SETOF bigint
+AS 'MODULE_PATHNAME', 'jq_complete_many'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp ROWS 100;
+COMMENT ON FUNCTION jobqueue.jq_complete_many(bigint[], bigint[], jsonb[]) IS
+	'complete many jobs in one statement, each with its result; returns the ids that were completed';
+
+CREATE FUNCTION jobqueue.jq_fail(
+	id bigint,
+	token bigint,
+	error_code text,
+	error_message text DEFAULT NULL,
+	retryable boolean DEFAULT true,
+	retry_in interval DEFAULT NULL,
+	error_detail jsonb DEFAULT NULL)
+RETURNS jobqueue.job_status
+AS 'MODULE_PATHNAME', 'jq_fail'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION jobqueue.jq_fail(bigint, bigint, text, text, boolean, interval, jsonb) IS
+	'record a failed attempt (error_detail is kept in the history entry); returns pending (retry scheduled), dead, or NULL when fenced';
+
+DO $$
+DECLARE
+	r record;
+BEGIN
+	FOR r IN
+		SELECT o.sig AS old_sig, o.new_sig, a.grantee::pg_catalog.regrole AS grantee
+		FROM (VALUES
+			('jobqueue.jq_create_queue(text, int, interval, interval, interval, interval, interval)',
+			 'jobqueue.jq_create_queue(text, int, interval, interval, interval, interval, interval, boolean)'),
+			('jobqueue.jq_alter_queue(text, int, interval, interval, interval, interval, interval, boolean)',
+			 'jobqueue.jq_alter_queue(text, int, interval, interval, interval, interval, interval, boolean, boolean)'),
+			('jobqueue.jq_enqueue(text, jsonb, int, timestamptz, int, text)',
+			 'jobqueue.jq_enqueue(text, jsonb, int, timestamptz, int, text, bigint[])'),
+			('jobqueue.jq_enqueue_many(text, jsonb[], int, timestamptz)',
+			 'jobqueue.jq_enqueue_many(text, jsonb[], int, timestamptz, bigint[])'),
+			('jobqueue.jq_complete(bigint, bigint)', 'jobqueue.jq_complete(bigint, bigint, jsonb)'),
+			('jobqueue.jq_complete_many(bigint[], bigint[])',
+			 'jobqueue.jq_complete_many(bigint[], bigint[], jsonb[])'),
+			('jobqueue.jq_fail(bigint, bigint, text, text, boolean, interval)',
+			 'jobqueue.jq_fail(bigint, bigint, text, text, boolean, interval, jsonb)')
+		) AS o(sig, new_sig)
+		JOIN pg_catalog.pg_proc p ON p.oid = o.sig::pg_catalog.regprocedure
+		CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+		WHERE a.privilege_type = 'EXECUTE' AND a.grantee <> 0 AND a.grantee <> p.proowner
+	LOOP
+		EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s', r.new_sig, r.grantee);
+	END LOOP;
+END
+$$;
+
+DROP FUNCTION jobqueue.jq_create_queue(text, int, interval, interval, interval, interval, interval);
+DROP FUNCTION jobqueue.jq_alter_queue(text, int, interval, interval, interval, interval, interval, boolean);
+DROP FUNCTION jobqueue.jq_enqueue(text, jsonb, int, timestamptz, int, text);
+DROP FUNCTION jobqueue.jq_enqueue_many(text, jsonb[], int, timestamptz);
+DROP FUNCTION jobqueue.jq_complete(bigint, bigint);
+DROP FUNCTION jobqueue.jq_complete_many(bigint[], bigint[]);
+DROP FUNCTION jobqueue.jq_fail(bigint, bigint, text, text, boolean, interval);
+
+CREATE FUNCTION jobqueue.jq_progress(id bigint, token bigint, progress jsonb)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'jq_progress'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION jobqueue.jq_progress(bigint, bigint, jsonb) IS
+	'replace a held job''s progress (the lease is not extended); false (and no change) when the token is stale or the lease has expired';
+
+/*
+ * One job, as its producer or an operator sees it; no row for an unknown
+ * id.  The column group_key (of fair claiming) goes after priority when
+ * that feature adds it to jobs; the statement JQ_PLAN_JOB in plans.c then
+ * reads it.
+ */
+CREATE FUNCTION jobqueue.jq_job(id bigint)
+RETURNS TABLE(id bigint, queue_name text, status jobqueue.job_status,
+	attempt int, max_attempts int, priority int,
+	result jsonb, progress jsonb, last_error_code text, errors jsonb,
+	created_at timestamptz, available_at timestamptz,
+	started_at timestamptz, finished_at timestamptz,
+	waiting_for bigint[])
+AS 'MODULE_PATHNAME', 'jq_job'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp ROWS 1;
+COMMENT ON FUNCTION jobqueue.jq_job(bigint) IS
+	'one job: state, attempts, result, progress, errors, times, and the dependencies it waits for; no row for an unknown id';
+
+REVOKE ALL ON FUNCTION jobqueue.jq_create_queue(text, int, interval, interval, interval, interval, interval, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobqueue.jq_alter_queue(text, int, interval, interval, interval, interval, interval, boolean, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobqueue.jq_enqueue(text, jsonb, int, timestamptz, int, text, bigint[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobqueue.jq_enqueue_many(text, jsonb[], int, timestamptz, bigint[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobqueue.jq_complete(bigint, bigint, jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobqueue.jq_complete_many(bigint[], bigint[], jsonb[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobqueue.jq_fail(bigint, bigint, text, text, boolean, interval, jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobqueue.jq_progress(bigint, bigint, jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobqueue.jq_job(bigint) FROM PUBLIC;
+REVOKE ALL ON jobqueue.job_dependencies FROM PUBLIC;
+
+-- The new signatures, jq_progress and jq_job in the sets of rights.
+CREATE OR REPLACE FUNCTION jobqueue.jq_role_functions(kind text)
+RETURNS SETOF regprocedure
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF kind IS NULL THEN
+		RAISE EXCEPTION 'kind must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	RETURN QUERY
+		SELECT r.p FROM pg_catalog.unnest(CASE kind
+			WHEN 'producer' THEN ARRAY[
+				'jobqueue.jq_enqueue(text, jsonb, integer, timestamp with time zone, integer, text, bigint[])',
+				'jobqueue.jq_enqueue_many(text, jsonb[], integer, timestamp with time zone, bigint[])',
+				'jobqueue.jq_job(bigint)']
+			WHEN 'worker' THEN ARRAY[
+				'jobqueue.jq_claim(text, integer, text, interval)',
+				'jobqueue.jq_complete(bigint, bigint, jsonb)',
+				'jobqueue.jq_complete_many(bigint[], bigint[], jsonb[])',
+				'jobqueue.jq_fail(bigint, bigint, text, text, boolean, interval, jsonb)',
+				'jobqueue.jq_heartbeat(bigint, bigint, interval)',
+				'jobqueue.jq_release(bigint, bigint, interval)',
+				'jobqueue.jq_progress(bigint, bigint, jsonb)',
+				'jobqueue.jq_job(bigint)']
+			WHEN 'admin' THEN ARRAY[
+				'jobqueue.jq_create_queue(text, integer, interval, interval, interval, interval, interval, boolean)',
+				'jobqueue.jq_alter_queue(text, integer, interval, interval, interval, interval, interval, boolean, boolean)',
+				'jobqueue.jq_drop_queue(text, boolean)',
+				'jobqueue.jq_pause_queue(text)',
+				'jobqueue.jq_resume_queue(text)',
+				'jobqueue.jq_cancel(bigint)',
+				'jobqueue.jq_retry(bigint, timestamp with time zone)',
+				'jobqueue.jq_retry_dead(text, text, integer)',
+				'jobqueue.jq_purge(text, interval, integer)',
+				'jobqueue.jq_reap(integer)',
+				'jobqueue.jq_explain_claim(text, integer)',
+				'jobqueue.jq_finished_count(text, jobqueue.job_status)',
+				'jobqueue.jq_counters(boolean)',
+				'jobqueue.jq_counters_reset(text)',
+				'jobqueue.jq_worker_status()',
+				'jobqueue.jq_worker_tasks()',
+				'jobqueue.jq_job(bigint)']
+			WHEN 'monitor' THEN ARRAY[
+				'jobqueue.jq_finished_count(text, jobqueue.job_status)',
+				'jobqueue.jq_counters(boolean)',
+				'jobqueue.jq_worker_status()',
+				'jobqueue.jq_worker_tasks()']
+			END) AS f(name)
+		-- functions of later versions or of other features may be missing
+		CROSS JOIN LATERAL pg_catalog.to_regprocedure(f.name) AS r(p)
+		WHERE r.p IS NOT NULL;
+END
+$$;

@@ -38,7 +38,8 @@ jq_caller_name(void)
 
 /*
  * jq_create_queue(queue_name, max_attempts, lease_duration, max_runtime,
- *				   backoff_base, backoff_max, retention) returns void
+ *				   backoff_base, backoff_max, retention, notify_finished)
+ *		returns void
  *
  * Creating a queue that exists changes nothing and says so in a NOTICE, so
  * that deployments may call it at every start.
@@ -47,9 +48,9 @@ Datum
 jq_create_queue(PG_FUNCTION_ARGS)
 {
 	char	   *queue_name = jq_arg_queue_name(fcinfo, 0);
-	Oid			argtypes[7] = {TEXTOID, INT4OID, INTERVALOID, INTERVALOID,
-	INTERVALOID, INTERVALOID, INTERVALOID};
-	Datum		values[7];
+	Oid			argtypes[8] = {TEXTOID, INT4OID, INTERVALOID, INTERVALOID,
+	INTERVALOID, INTERVALOID, INTERVALOID, BOOLOID};
+	Datum		values[8];
 
 	values[0] = CStringGetTextDatum(queue_name);
 	values[1] = Int32GetDatum(jq_arg_positive_int4(fcinfo, 1, "max_attempts"));
@@ -58,14 +59,24 @@ jq_create_queue(PG_FUNCTION_ARGS)
 	values[4] = PointerGetDatum(jq_arg_interval(fcinfo, 4, "backoff_base", false, false));
 	values[5] = PointerGetDatum(jq_arg_interval(fcinfo, 5, "backoff_max", false, false));
 	values[6] = PointerGetDatum(jq_arg_interval(fcinfo, 6, "retention", false, false));
+	/* notify_finished: an argument since 1.2, absent in an older definition */
+	values[7] = BoolGetDatum(false);
+	if (PG_NARGS() > 7)
+	{
+		if (PG_ARGISNULL(7))
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("notify_finished must not be null")));
+		values[7] = PG_GETARG_DATUM(7);
+	}
 
 	jq_spi_connect();
 	jq_execute_once("create queue", "INSERT INTO jobqueue.queues "
 					"  (queue_name, max_attempts, lease_duration, max_runtime, "
-					"   backoff_base, backoff_max, retention) "
-					"VALUES ($1, $2, $3, $4, $5, $6, $7) "
+					"   backoff_base, backoff_max, retention, notify_finished) "
+					"VALUES ($1, $2, $3, $4, $5, $6, $7, $8) "
 					"ON CONFLICT (queue_name) DO NOTHING",
-					7, argtypes, values, NULL, SPI_OK_INSERT);
+					8, argtypes, values, NULL, SPI_OK_INSERT);
 	if (SPI_processed == 0)
 		ereport(NOTICE,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
@@ -78,7 +89,8 @@ jq_create_queue(PG_FUNCTION_ARGS)
 
 /*
  * jq_alter_queue(queue_name, max_attempts, lease_duration, max_runtime,
- *				  backoff_base, backoff_max, retention, notify) returns void
+ *				  backoff_base, backoff_max, retention, notify,
+ *				  notify_finished) returns void
  *
  * NULL leaves a setting unchanged.  New settings apply to later claims,
  * failures and purges; running leases keep their expiry.
@@ -87,13 +99,13 @@ Datum
 jq_alter_queue(PG_FUNCTION_ARGS)
 {
 	char	   *queue_name = jq_arg_queue_name(fcinfo, 0);
-	Oid			argtypes[8] = {TEXTOID, INT4OID, INTERVALOID, INTERVALOID,
-	INTERVALOID, INTERVALOID, INTERVALOID, BOOLOID};
+	Oid			argtypes[9] = {TEXTOID, INT4OID, INTERVALOID, INTERVALOID,
+	INTERVALOID, INTERVALOID, INTERVALOID, BOOLOID, BOOLOID};
 	static const char *const interval_names[] = {
 		"lease_duration", "max_runtime", "backoff_base", "backoff_max", "retention"
 	};
-	Datum		values[8];
-	char		nulls[8];
+	Datum		values[9];
+	char		nulls[9];
 	int			i;
 
 	memset(nulls, JQ_NOTNULL, sizeof(nulls));
@@ -114,6 +126,11 @@ jq_alter_queue(PG_FUNCTION_ARGS)
 		nulls[7] = JQ_ISNULL;
 	else
 		values[7] = PG_GETARG_DATUM(7);
+	/* notify_finished: an argument since 1.2, absent in an older definition */
+	if (PG_NARGS() <= 8 || PG_ARGISNULL(8))
+		nulls[8] = JQ_ISNULL;
+	else
+		values[8] = PG_GETARG_DATUM(8);
 
 	jq_spi_connect();
 	jq_execute_once("alter queue", "UPDATE jobqueue.queues q SET "
@@ -123,9 +140,10 @@ jq_alter_queue(PG_FUNCTION_ARGS)
 					"  backoff_base = COALESCE($5, q.backoff_base), "
 					"  backoff_max = COALESCE($6, q.backoff_max), "
 					"  retention = COALESCE($7, q.retention), "
-					"  notify = COALESCE($8, q.notify) "
+					"  notify = COALESCE($8, q.notify), "
+					"  notify_finished = COALESCE($9, q.notify_finished) "
 					"WHERE q.queue_name = $1",
-					8, argtypes, values, nulls, SPI_OK_UPDATE);
+					9, argtypes, values, nulls, SPI_OK_UPDATE);
 	if (SPI_processed == 0)
 		jq_raise_unknown_queue(queue_name);
 	jq_spi_finish();
@@ -174,6 +192,24 @@ jq_drop_queue(PG_FUNCTION_ARGS)
 								  njobs, (long long) njobs),
 				 errhint("Use force => true to delete its jobs with it.")));
 
+	/* jobs of other queues must not wait for jobs that vanish */
+	jq_execute_once("find dependents", "SELECT d.job_id, d.depends_on "
+					"FROM jobqueue.job_dependencies d "
+					"JOIN jobqueue.jobs j ON j.id = d.depends_on "
+					"JOIN jobqueue.jobs w ON w.id = d.job_id "
+					"WHERE j.queue_name = $1 AND w.queue_name <> $1 LIMIT 1",
+					1, argtypes, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+				 errmsg("jobs of other queues depend on jobs of queue \"%s\"", queue_name),
+				 errdetail("Job %lld depends on job %lld.",
+						   (long long) DatumGetInt64(jq_result(0, 1)),
+						   (long long) DatumGetInt64(jq_result(0, 2))),
+				 errhint("Cancel the dependent jobs first.")));
+	jq_execute_once("drop dependencies", "DELETE FROM jobqueue.job_dependencies d "
+					"USING jobqueue.jobs j WHERE j.id = d.job_id AND j.queue_name = $1",
+					1, argtypes, values, NULL, SPI_OK_DELETE);
 	jq_execute_once("drop jobs", "DELETE FROM jobqueue.jobs j WHERE j.queue_name = $1",
 					1, argtypes, values, NULL, SPI_OK_DELETE);
 	jq_execute_once("drop queue", "DELETE FROM jobqueue.queues q WHERE q.queue_name = $1",
@@ -252,7 +288,9 @@ jq_cancel(PG_FUNCTION_ARGS)
  *
  * Replays a dead or cancelled job: same id, pending again at run_at (default
  * now) with a fresh attempt count.  Its error history is kept and the replay
- * is recorded in it.  False if the job is not dead or cancelled.
+ * is recorded in it.  False if the job is not dead or cancelled.  A job
+ * with dependencies that have not succeeded waits for them again; if one
+ * of them is dead or cancelled, the replay is refused (55000).
  */
 Datum
 jq_retry(PG_FUNCTION_ARGS)
@@ -272,6 +310,7 @@ jq_retry(PG_FUNCTION_ARGS)
 	values[4] = Int32GetDatum(jq_error_history);
 
 	jq_spi_connect();
+	jq_retry_check_dependencies(DatumGetInt64(values[0]));
 	jq_execute(JQ_PLAN_RETRY, values, nulls, SPI_OK_UPDATE_RETURNING);
 	replayed = (jq_note_outcome(JQ_TR_REPLAY, 0, NULL, NULL, NULL) == 1);
 	jq_spi_finish();

@@ -26,9 +26,13 @@
 
 /* NOTIFY channel of the wake-up hint; the payload is the queue name */
 #define JQ_NOTIFY_CHANNEL "jobqueue"
+/* NOTIFY channel of finished jobs; the payload is "<id> <status>" */
+#define JQ_FINISHED_CHANNEL "jobqueue_finished"
 
 /* Error code recorded when the reaper finds an expired lease */
 #define JQ_LEASE_EXPIRED_CODE "LEASE_EXPIRED"
+/* Error code of a job cancelled because a dependency did not succeed */
+#define JQ_DEPENDENCY_FAILED_CODE "DEPENDENCY_FAILED"
 
 /* Limits on identifiers supplied by callers */
 #define JQ_QUEUE_NAME_MAXLEN	128
@@ -45,6 +49,8 @@ extern int	jq_max_claim_batch;
 extern int	jq_max_payload_size;
 extern int	jq_max_error_length;
 extern int	jq_error_history;
+/* GUC of results and progress (results.c) */
+extern int	jq_max_result_size;
 
 /*
  * Prepared statements (plans.c).  Every statement the extension runs more
@@ -75,6 +81,14 @@ typedef enum JqPlanId
 	JQ_PLAN_NOTIFY_QUEUES,
 	JQ_PLAN_NEXT_LEASE_EXPIRY,
 	JQ_PLAN_PURGE_DUE,
+	/* Results, progress and dependencies */
+	JQ_PLAN_PROGRESS,
+	JQ_PLAN_JOB,
+	JQ_PLAN_DEPENDENCIES_LOCK,
+	JQ_PLAN_ENQUEUE_DEPENDENT,
+	JQ_PLAN_DEPENDENTS_RELEASE,
+	JQ_PLAN_DEPENDENTS_CANCEL,
+	JQ_PLAN_RETRY_DEPENDENCIES,
 	JQ_NUM_PLANS
 } JqPlanId;
 
@@ -116,12 +130,28 @@ typedef enum JqTransition
 	JQ_TR_RELEASE,
 	JQ_TR_CANCEL,
 	JQ_TR_REPLAY,
-	JQ_TR_REAP
+	JQ_TR_REAP,
+	JQ_TR_PROGRESS,
+	JQ_TR_DEPENDENCIES_MET,		/* waiting -> pending */
+	JQ_TR_DEPENDENCY_FAILED		/* waiting -> cancelled */
 } JqTransition;
+
+/*
+ * The outcome columns (JQ_OUTCOME_SQL in plans.c) that every statement
+ * moving jobs returns first; a statement's own columns follow.
+ */
+#define JQ_OUTCOME_QUEUE		1
+#define JQ_OUTCOME_STATUS		2
+#define JQ_OUTCOME_WAKE			3
+#define JQ_OUTCOME_ID			4
+#define JQ_OUTCOME_FINISHED		5
+#define JQ_OUTCOME_DEPENDENTS	6
+#define JQ_OUTCOME_NCOLS		6
 
 extern uint64 jq_note_outcome(JqTransition t, uint64 nasked, List **woken,
 							  MemoryContext woken_cxt, char **first_queue);
 extern void jq_lifecycle_guc_init(void);
+extern void jq_results_guc_init(void);
 extern bool jq_require_queue(const char *queue_name);
 
 /* Argument validation (validate.c); each raises an ERROR on bad input */
@@ -139,6 +169,7 @@ extern Interval *jq_arg_interval(FunctionCallInfo fcinfo, int argno,
 extern Datum jq_arg_timestamptz(FunctionCallInfo fcinfo, int argno,
 								const char *what, bool *isnull);
 extern void jq_check_payload(Datum payload);
+extern void jq_check_result(Datum value, const char *what);
 extern ArrayType *jq_arg_array(FunctionCallInfo fcinfo, int argno,
 							   const char *what, Oid elemtype);
 extern void jq_raise_unknown_queue(const char *queue_name);
@@ -149,6 +180,19 @@ extern Tuplestorestate *jq_srf_init(FunctionCallInfo fcinfo,
 
 /* Wake-up hint (wakeup.c) */
 extern void jq_wakeup_queue(const char *queue_name);
+extern void jq_wakeup_finished(int64 job_id, const char *status);
+
+/* Dependencies (dependencies.c) */
+extern int64 jq_enqueue_dependent(FunctionCallInfo fcinfo, Datum *values,
+								  char *nulls, ArrayType *payloads,
+								  ArrayType *depends_on,
+								  Tuplestorestate *tupstore,
+								  TupleDesc tupdesc);
+extern void jq_dependencies_resolve(const int64 *succeeded, int nsucceeded,
+									const int64 *failed, int nfailed,
+									List **woken, MemoryContext woken_cxt);
+extern void jq_retry_check_dependencies(int64 job_id);
+extern ArrayType *jq_arg_depends_on(FunctionCallInfo fcinfo, int argno);
 
 /*
  * Maintenance routines (maintenance.c).  Both run inside the caller's
@@ -234,6 +278,15 @@ typedef enum JqTaskId
 } JqTaskId;
 
 #define JQ_MAX_MARKS		32
+#define JQ_MAX_FINISHED_MARKS 256
+#define JQ_STATUS_MAXLEN	16
+
+/* A finished job to announce on JQ_FINISHED_CHANNEL */
+typedef struct JqFinishedMark
+{
+	int64		id;
+	char		status[JQ_STATUS_MAXLEN];
+} JqFinishedMark;
 /* delay before a database whose worker failed is visited again, in ms */
 #define JQ_WORKER_RESTART_DELAY 2000
 #define JQ_LAST_ERROR_LEN	256
@@ -279,6 +332,11 @@ typedef struct JqPoolSlot
 	int			nmarks;
 	bool		marks_overflow; /* more than JQ_MAX_MARKS: wake every queue */
 	char		marks[JQ_MAX_MARKS][JQ_QUEUE_NAME_MAXLEN + 1];
+	/* finished jobs that committed transactions marked for announcement */
+	int			nfinished;
+	int			finished_reserved;	/* promised at pre-commit, written at
+									 * commit */
+	JqFinishedMark finished[JQ_MAX_FINISHED_MARKS];
 } JqPoolSlot;
 
 typedef struct JqShared
@@ -324,6 +382,10 @@ extern void jq_pool_slot_clear(JqPoolSlot *slot);
 extern bool jq_worker_running(Oid dboid);
 extern void jq_note_activity(void);
 extern void jq_mark_queues(Oid dboid, const char *const *names, int nnames);
+extern int	jq_reserve_finished(Oid dboid, int n);
+extern void jq_unreserve_finished(int slot_index, Oid dboid, int n);
+extern void jq_mark_finished(int slot_index, Oid dboid,
+							 const JqFinishedMark *marks, int n);
 extern void jq_launcher_wake(bool rescan);
 
 /* launcher.c, worker.c, utility.c */

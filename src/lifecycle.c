@@ -138,13 +138,15 @@ jq_count_outcome(JqTransition t, const char *queue_name, const char *status,
 
 /*
  * Note what a statement of transition t did, from its result in
- * SPI_tuptable, whose first three columns are the outcome (see
- * JQ_OUTCOME_SQL in plans.c): count the events per queue, and wake the
- * listeners of each queue in which a job became ready -- or, when woken is
- * not NULL, add the queue to *woken once (allocated in woken_cxt) for the
- * caller to announce.  nasked jobs were asked for by id; those without a
- * row are counted as refused with the queue unknown.  Must be called while
- * connected to SPI.
+ * SPI_tuptable, whose first columns are the outcome (see JQ_OUTCOME_SQL in
+ * plans.c): count the events per queue, and wake the listeners of each
+ * queue in which a job became ready -- or, when woken is not NULL, add the
+ * queue to *woken once (allocated in woken_cxt) for the caller to
+ * announce.  Announce the jobs that finished in a queue with
+ * notify_finished, and resolve the dependents of jobs that finished (see
+ * dependencies.c; SPI_tuptable is the caller's again afterwards).  nasked
+ * jobs were asked for by id; those without a row are counted as refused
+ * with the queue unknown.  Must be called while connected to SPI.
  *
  * Returns the number of jobs moved (rows with a status).  *first_queue, if
  * not NULL, receives the first queue of the result (in SPI memory), or NULL.
@@ -163,6 +165,11 @@ jq_note_outcome(JqTransition t, uint64 nasked, List **woken,
 	Datum		prev_queue = (Datum) 0;
 	bool		prev_queue_null = true;
 	Oid			prev_status = InvalidOid;
+	/* finished jobs that others may wait for */
+	int64	   *succeeded = NULL;
+	int64	   *failed = NULL;
+	int			nsucceeded = 0;
+	int			nfailed = 0;
 
 	if (first_queue != NULL)
 		*first_queue = NULL;
@@ -210,7 +217,32 @@ jq_note_outcome(JqTransition t, uint64 nasked, List **woken,
 		}
 		run_n++;
 
-		if (jq_result_bool(i, 3) && run_queue != NULL)
+		if (jq_result_bool(i, JQ_OUTCOME_FINISHED) ||
+			(jq_result_bool(i, JQ_OUTCOME_DEPENDENTS) &&
+			 t != JQ_TR_DEPENDENCIES_MET && t != JQ_TR_DEPENDENCY_FAILED))
+		{
+			int64		id = DatumGetInt64(jq_result(i, JQ_OUTCOME_ID));
+			char	   *status = jq_result_name(i, JQ_OUTCOME_STATUS);
+
+			if (jq_result_bool(i, JQ_OUTCOME_FINISHED))
+				jq_wakeup_finished(id, status);
+			/* the dependency transitions resolve their own levels */
+			if (jq_result_bool(i, JQ_OUTCOME_DEPENDENTS) &&
+				t != JQ_TR_DEPENDENCIES_MET && t != JQ_TR_DEPENDENCY_FAILED)
+			{
+				if (succeeded == NULL)
+				{
+					succeeded = palloc(sizeof(int64) * SPI_processed);
+					failed = palloc(sizeof(int64) * SPI_processed);
+				}
+				if (strcmp(status, "succeeded") == 0)
+					succeeded[nsucceeded++] = id;
+				else
+					failed[nfailed++] = id;
+			}
+		}
+
+		if (jq_result_bool(i, JQ_OUTCOME_WAKE) && run_queue != NULL)
 		{
 			if (woken == NULL)
 				jq_wakeup_queue(run_queue);
@@ -241,6 +273,9 @@ jq_note_outcome(JqTransition t, uint64 nasked, List **woken,
 		jq_count_outcome(t, run_queue, run_status, run_n);
 	if (counting && nasked > SPI_processed)
 		jq_count_outcome(t, NULL, NULL, (int64) (nasked - SPI_processed));
+	if (nsucceeded > 0 || nfailed > 0)
+		jq_dependencies_resolve(succeeded, nsucceeded, failed, nfailed,
+								woken, woken_cxt);
 	return moved;
 }
 
@@ -263,7 +298,9 @@ jq_require_queue(const char *queue_name)
 
 /*
  * jq_enqueue(queue_name, payload, priority, run_at, max_attempts,
- *			  idempotency_key) returns bigint
+ *			  idempotency_key, depends_on) returns bigint
+ *
+ * With depends_on (not NULL), the job is enqueued by dependencies.c.
  *
  * With an idempotency key the queue already holds, the existing job's id is
  * returned and nothing is inserted.  Two transactions racing with the same
@@ -303,12 +340,18 @@ jq_enqueue(PG_FUNCTION_ARGS)
 														 JQ_IDEMPOTENCY_KEY_MAXLEN));
 	values[6] = TimestampTzGetDatum(GetCurrentTimestamp());
 
+	/* depends_on: an argument since 1.2, absent in an older definition */
+	if (PG_NARGS() > 6 && !PG_ARGISNULL(6))
+		PG_RETURN_INT64(jq_enqueue_dependent(fcinfo, values, nulls, NULL,
+											 jq_arg_depends_on(fcinfo, 6),
+											 NULL, NULL));
+
 	jq_spi_connect();
 	jq_execute(JQ_PLAN_ENQUEUE, values, nulls, SPI_OK_INSERT_RETURNING);
 	if (SPI_processed == 1)
 	{
 		/* a job that is not ready yet is announced when it becomes ready */
-		job_id = DatumGetInt64(jq_result(0, 4));
+		job_id = DatumGetInt64(jq_result(0, JQ_OUTCOME_ID));
 		(void) jq_note_outcome(JQ_TR_ENQUEUE, 0, NULL, NULL, NULL);
 	}
 	else
@@ -338,10 +381,11 @@ jq_enqueue(PG_FUNCTION_ARGS)
 }
 
 /*
- * jq_enqueue_many(queue_name, payloads jsonb[], priority, run_at)
- *		returns setof bigint
+ * jq_enqueue_many(queue_name, payloads jsonb[], priority, run_at,
+ *				   depends_on) returns setof bigint
  *
- * One INSERT for all payloads; ids come back in payload order.
+ * One INSERT for all payloads; ids come back in payload order.  With
+ * depends_on, every job waits for the same jobs (dependencies.c).
  */
 Datum
 jq_enqueue_many(PG_FUNCTION_ARGS)
@@ -377,12 +421,32 @@ jq_enqueue_many(PG_FUNCTION_ARGS)
 
 	tupstore = jq_srf_init(fcinfo, &tupdesc);
 
+	if (PG_NARGS() > 4 && !PG_ARGISNULL(4))
+	{
+		Datum		dvalues[7];
+		char		dnulls[7];
+
+		/* the layout of jq_enqueue's values: no max_attempts, no key */
+		dvalues[0] = values[0];
+		dvalues[2] = values[2];
+		dvalues[3] = values[3];
+		dvalues[6] = values[4];
+		memset(dnulls, JQ_NOTNULL, sizeof(dnulls));
+		dnulls[3] = nulls[3];
+		dnulls[4] = dnulls[5] = JQ_ISNULL;
+		dvalues[1] = dvalues[4] = dvalues[5] = (Datum) 0;
+		(void) jq_enqueue_dependent(fcinfo, dvalues, dnulls, payloads,
+									jq_arg_depends_on(fcinfo, 4),
+									tupstore, tupdesc);
+		return (Datum) 0;
+	}
+
 	jq_spi_connect();
 	jq_execute(JQ_PLAN_ENQUEUE_MANY, values, nulls, SPI_OK_INSERT_RETURNING);
 	(void) jq_note_outcome(JQ_TR_ENQUEUE, 0, NULL, NULL, NULL);
 	for (i = 0; i < SPI_processed; i++)
 	{
-		Datum		id = jq_result(i, 4);
+		Datum		id = jq_result(i, JQ_OUTCOME_ID);
 		bool		id_null = false;
 
 		tuplestore_putvalues(tupstore, tupdesc, &id, &id_null);
@@ -461,15 +525,18 @@ jq_claim(PG_FUNCTION_ARGS)
 }
 
 /*
- * jq_complete(id, token) returns boolean
+ * jq_complete(id, token, result) returns boolean
  *
  * True when the caller held the current, unexpired lease and the job is now
- * succeeded; false (and nothing changed) otherwise.
+ * succeeded, with its result (NULL: none); false (and nothing changed,
+ * the result not stored) otherwise.  A result larger than
+ * jobqueue.max_result_size is an error, and the job stays running.
  */
 Datum
 jq_complete(PG_FUNCTION_ARGS)
 {
-	Datum		values[3];
+	Datum		values[4];
+	char		nulls[4] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_ISNULL};
 	bool		done;
 	char	   *queue_name;
 	instr_time	start;
@@ -478,9 +545,17 @@ jq_complete(PG_FUNCTION_ARGS)
 	values[0] = Int64GetDatum(jq_arg_int8(fcinfo, 0, "job id"));
 	values[1] = Int64GetDatum(jq_arg_int8(fcinfo, 1, "token"));
 	values[2] = TimestampTzGetDatum(GetCurrentTimestamp());
+	values[3] = (Datum) 0;
+	/* result: an argument since 1.2, absent in an older definition */
+	if (PG_NARGS() > 2 && !PG_ARGISNULL(2))
+	{
+		values[3] = PG_GETARG_DATUM(2);
+		jq_check_result(values[3], "result");
+		nulls[3] = JQ_NOTNULL;
+	}
 
 	jq_spi_connect();
-	jq_execute(JQ_PLAN_COMPLETE, values, NULL, SPI_OK_SELECT);
+	jq_execute(JQ_PLAN_COMPLETE, values, nulls, SPI_OK_SELECT);
 	done = jq_note_outcome(JQ_TR_COMPLETE, 1, NULL, NULL, &queue_name) == 1;
 	jq_count_call(queue_name, JQ_CTR_COMPLETE_CALLS, &start);
 	jq_spi_finish();
@@ -489,10 +564,12 @@ jq_complete(PG_FUNCTION_ARGS)
 }
 
 /*
- * jq_complete_many(ids bigint[], tokens bigint[]) returns setof bigint
+ * jq_complete_many(ids bigint[], tokens bigint[], results jsonb[])
+ *		returns setof bigint
  *
  * Completes each (id, token) pair under the rule of jq_complete, in one
- * statement; returns the ids that were completed.
+ * statement, with the result at the same position (results NULL: none;
+ * NULL elements are allowed); returns the ids that were completed.
  */
 Datum
 jq_complete_many(PG_FUNCTION_ARGS)
@@ -501,7 +578,8 @@ jq_complete_many(PG_FUNCTION_ARGS)
 	ArrayType  *tokens = jq_arg_array(fcinfo, 1, "tokens", INT8OID);
 	int			nids = ArrayGetNItems(ARR_NDIM(ids), ARR_DIMS(ids));
 	int			ntokens = ArrayGetNItems(ARR_NDIM(tokens), ARR_DIMS(tokens));
-	Datum		values[3];
+	Datum		values[4];
+	char		nulls[4] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_ISNULL};
 	TupleDesc	tupdesc;
 	Tuplestorestate *tupstore;
 	uint64		i;
@@ -514,6 +592,38 @@ jq_complete_many(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
 				 errmsg("ids and tokens must have the same number of elements"),
 				 errdetail("There are %d ids and %d tokens.", nids, ntokens)));
+	values[3] = (Datum) 0;
+	/* results: an argument since 1.2, absent in an older definition */
+	if (PG_NARGS() > 2 && !PG_ARGISNULL(2))
+	{
+		ArrayType  *results = PG_GETARG_ARRAYTYPE_P(2);
+		int			nresults = ArrayGetNItems(ARR_NDIM(results), ARR_DIMS(results));
+		ArrayIterator it;
+		Datum		elem;
+		bool		elem_null;
+
+		if (ARR_ELEMTYPE(results) != JSONBOID)
+			elog(ERROR, "unexpected element type %u of results", ARR_ELEMTYPE(results));
+		if (ARR_NDIM(results) > 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+					 errmsg("results must be a one-dimensional array"),
+					 errdetail("The array has %d dimensions.", ARR_NDIM(results))));
+		if (nresults != nids)
+			ereport(ERROR,
+					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+					 errmsg("ids and results must have the same number of elements"),
+					 errdetail("There are %d ids and %d results.", nids, nresults)));
+		it = array_create_iterator(results, 0, NULL);
+		while (array_iterate(it, &elem, &elem_null))
+		{
+			if (!elem_null)
+				jq_check_result(elem, "result");
+		}
+		array_free_iterator(it);
+		values[3] = PointerGetDatum(results);
+		nulls[3] = JQ_NOTNULL;
+	}
 
 	tupstore = jq_srf_init(fcinfo, &tupdesc);
 	if (nids == 0)
@@ -524,7 +634,7 @@ jq_complete_many(PG_FUNCTION_ARGS)
 	values[2] = TimestampTzGetDatum(GetCurrentTimestamp());
 
 	jq_spi_connect();
-	jq_execute(JQ_PLAN_COMPLETE_MANY, values, NULL, SPI_OK_SELECT);
+	jq_execute(JQ_PLAN_COMPLETE_MANY, values, nulls, SPI_OK_SELECT);
 	for (i = 0; i < SPI_processed; i++)
 	{
 		bool		status_null;
@@ -534,7 +644,7 @@ jq_complete_many(PG_FUNCTION_ARGS)
 		(void) jq_result_nullable(i, 2, &status_null);
 		if (status_null)
 			continue;			/* refused */
-		id = jq_result(i, 4);
+		id = jq_result(i, JQ_OUTCOME_ID);
 		tuplestore_putvalues(tupstore, tupdesc, &id, &id_null);
 	}
 	(void) jq_note_outcome(JQ_TR_COMPLETE, (uint64) nids, NULL, NULL, &queue_name);
@@ -545,18 +655,19 @@ jq_complete_many(PG_FUNCTION_ARGS)
 }
 
 /*
- * jq_fail(id, token, error_code, error_message, retryable, retry_in)
- *		returns job_status
+ * jq_fail(id, token, error_code, error_message, retryable, retry_in,
+ *		   error_detail) returns job_status
  *
- * Records the failure in the job's history and returns the new status:
+ * Records the failure in the job's history (with error_detail, bounded by
+ * jobqueue.max_result_size, when not NULL) and returns the new status:
  * pending (a retry is scheduled) or dead (not retryable, or no attempts
  * left).  NULL means the caller's lease was fenced and nothing changed.
  */
 Datum
 jq_fail(PG_FUNCTION_ARGS)
 {
-	Datum		values[8];
-	char		nulls[8] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL};
+	Datum		values[9];
+	char		nulls[9] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_ISNULL};
 	Interval   *retry_in;
 	Datum		status = (Datum) 0;
 	bool		fenced;
@@ -587,6 +698,14 @@ jq_fail(PG_FUNCTION_ARGS)
 		nulls[5] = JQ_ISNULL;
 	values[6] = TimestampTzGetDatum(GetCurrentTimestamp());
 	values[7] = Int32GetDatum(jq_error_history);
+	values[8] = (Datum) 0;
+	/* error_detail: an argument since 1.2, absent in an older definition */
+	if (PG_NARGS() > 6 && !PG_ARGISNULL(6))
+	{
+		values[8] = PG_GETARG_DATUM(6);
+		jq_check_result(values[8], "error detail");
+		nulls[8] = JQ_NOTNULL;
+	}
 
 	jq_spi_connect();
 	jq_execute(JQ_PLAN_FAIL, values, nulls, SPI_OK_UPDATE_RETURNING);
@@ -634,7 +753,7 @@ jq_heartbeat(PG_FUNCTION_ARGS)
 	lost = (jq_note_outcome(JQ_TR_HEARTBEAT, 1, NULL, NULL, NULL) == 0);
 	/* copied out of SPI memory: timestamptz may be passed by reference */
 	if (!lost)
-		expires = SPI_datumTransfer(jq_result(0, 4), FLOAT8PASSBYVAL,
+		expires = SPI_datumTransfer(jq_result(0, JQ_OUTCOME_NCOLS + 1), FLOAT8PASSBYVAL,
 									sizeof(TimestampTz));
 	jq_spi_finish();
 

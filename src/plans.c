@@ -68,24 +68,42 @@
  * combine them with the selection of the jobs (by id and token, a batch
  * from a CTE c, ...).  Inside them j is the job's row.
  *
- * Every statement that moves a job returns the same first three columns,
- * JQ_OUTCOME_SQL: the job's queue, its new status (NULL in a row for a job
- * that the caller asked for but that was not changed: a fenced complete or
- * a refused heartbeat), and whether the queue's listeners are to be woken:
- * the job is pending and ready at NOW and NOTIFY (the queue's notify
- * setting) is true.  jq_note_outcome() counts and wakes from these.
+ * Every statement that moves a job returns the same first six columns,
+ * JQ_OUTCOME_SQL (numbered JQ_OUTCOME_* in jobqueue.h): the job's queue,
+ * its new status (NULL in a row for a job that the caller asked for but
+ * that was not changed: a fenced complete or a refused heartbeat), whether
+ * the queue's listeners are to be woken (the job is pending and ready at
+ * NOW and NOTIFY, the queue's notify setting, is true), the job's id,
+ * whether its end is to be announced (it finished and FINISHED, the
+ * queue's notify_finished setting, is true), and whether jobs may wait for
+ * it (it finished and has_dependents: read from the row, no lookup).  jq_note_outcome() counts, wakes,
+ * announces and resolves dependencies from these.
  */
-#define JQ_OUTCOME_SQL(NOW, NOTIFY) \
+#define JQ_FINISHED_STATUS_SQL \
+	"j.status IN ('succeeded', 'dead', 'cancelled')"
+#define JQ_OUTCOME_SQL(NOW, NOTIFY, FINISHED) \
 	"j.queue_name, j.status, " \
-	"(j.status = 'pending' AND j.available_at <= " NOW " AND " NOTIFY ") IS TRUE"
+	"(j.status = 'pending' AND j.available_at <= " NOW " AND " NOTIFY ") IS TRUE, " \
+	"j.id, " \
+	"(" JQ_FINISHED_STATUS_SQL " AND " FINISHED ") IS TRUE, " \
+	"(" JQ_FINISHED_STATUS_SQL " AND j.has_dependents) IS TRUE"
+
+/* The outcome columns of a row for a job that was not changed */
+#define JQ_REFUSED_SQL(QUEUE, ID) \
+	QUEUE ", NULL::jobqueue.job_status, false, " ID ", false, false"
 
 /* The notify setting of job j's queue, looked up per job */
 #define JQ_QUEUE_NOTIFY_SQL \
 	"(SELECT q.notify FROM jobqueue.queues q WHERE q.queue_name = j.queue_name)"
 
-/* running -> succeeded (complete) */
-#define JQ_SUCCEED_SQL(NOW) \
-	"status = 'succeeded', finished_at = " NOW ", lease_expires_at = NULL "
+/* The notify_finished setting of job j's queue, looked up per job */
+#define JQ_QUEUE_NOTIFY_FINISHED_SQL \
+	"(SELECT q.notify_finished FROM jobqueue.queues q WHERE q.queue_name = j.queue_name)"
+
+/* running -> succeeded (complete), storing RESULT */
+#define JQ_SUCCEED_SQL(NOW, RESULT) \
+	"status = 'succeeded', finished_at = " NOW ", lease_expires_at = NULL, " \
+	"result = " RESULT " "
 
 /*
  * running -> pending or dead (fail, reap): a failed attempt is retried when
@@ -112,11 +130,23 @@
 	"'owner', j.lease_owner)"
 
 /*
+ * The history entry of a job cancelled because dependency DEP ended in
+ * STATUS (text)
+ */
+#define JQ_DEPENDENCY_ENTRY_SQL(NOW, DEP, STATUS) \
+	"pg_catalog.jsonb_build_object('event', 'dependency_failed', 'at', " NOW ", " \
+	"'code', '" JQ_DEPENDENCY_FAILED_CODE "', 'dependency', " DEP ", " \
+	"'dependency_status', " STATUS ")"
+
+/*
  * dead or cancelled -> pending (replay): a fresh attempt count, pending at
- * RUN_AT; the replay, by role BY, is recorded in the history.
+ * RUN_AT; the replay, by role BY, is recorded in the history.  A job with
+ * dependencies that have not succeeded yet waits for them again (waiting;
+ * jq_retry checked that none of them failed).
  */
 #define JQ_REPLAY_SQL(RUN_AT, NOW, BY, KEEP) \
-	"status = 'pending', attempt_count = 0, available_at = " RUN_AT ", " \
+	"status = CASE WHEN j.dependencies_left > 0 THEN 'waiting' ELSE 'pending' " \
+	"  END::jobqueue.job_status, attempt_count = 0, available_at = " RUN_AT ", " \
 	"finished_at = NULL, started_at = NULL, lease_owner = NULL, " \
 	"lease_expires_at = NULL, " \
 	"errors = " JQ_APPEND_ERROR_SQL( \
@@ -142,13 +172,13 @@
 							 "true"), \
 		"$3") \
 	"WHERE j.id = ANY (ARRAY(SELECT c.id FROM c)) " \
-	"RETURNING " JQ_OUTCOME_SQL("$2", JQ_QUEUE_NOTIFY_SQL)
+	"RETURNING " JQ_OUTCOME_SQL("$2", JQ_QUEUE_NOTIFY_SQL, JQ_QUEUE_NOTIFY_FINISHED_SQL)
 
 typedef struct JqPlanSpec
 {
 	const char *sql;
 	int			nargs;
-	Oid			argtypes[8];
+	Oid			argtypes[12];
 	const char *name;			/* for error messages */
 	bool		read_only;		/* a SELECT: runs in the caller's snapshot */
 } JqPlanSpec;
@@ -157,7 +187,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	/*
 	 * JQ_PLAN_ENQUEUE: $1 queue, $2 payload, $3 priority, $4 run_at, $5
 	 * max_attempts, $6 idempotency key, $7 now.  No row back means either no
-	 * such queue or an existing idempotency key.  Outcome, then the id.
+	 * such queue or an existing idempotency key.  Outcome (with the id).
 	 */
 	[JQ_PLAN_ENQUEUE] = {
 		"WITH q AS (SELECT q.max_attempts, q.notify FROM jobqueue.queues q "
@@ -168,7 +198,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"       COALESCE($5, q.max_attempts), $6 FROM q "
 		"ON CONFLICT (queue_name, idempotency_key) WHERE idempotency_key IS NOT NULL "
 		"DO NOTHING "
-		"RETURNING " JQ_OUTCOME_SQL("$7", "(SELECT q.notify FROM q)") ", j.id",
+		"RETURNING " JQ_OUTCOME_SQL("$7", "(SELECT q.notify FROM q)", "false"),
 		7, {TEXTOID, JSONBOID, INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID, TIMESTAMPTZOID},
 		.name = "enqueue"
 	},
@@ -181,8 +211,8 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	},
 	/*
 	 * JQ_PLAN_ENQUEUE_MANY: $1 queue, $2 payloads, $3 priority, $4 run_at,
-	 * $5 now.  Identity values are drawn in payload order.  Outcome, then
-	 * the id.
+	 * $5 now.  Identity values are drawn in payload order.  Outcome (with
+	 * the id).
 	 */
 	[JQ_PLAN_ENQUEUE_MANY] = {
 		"WITH q AS (SELECT q.max_attempts, q.notify FROM jobqueue.queues q "
@@ -192,7 +222,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"SELECT $1, p.payload, $3, COALESCE($4, $5), q.max_attempts "
 		"FROM q, pg_catalog.unnest($2) WITH ORDINALITY AS p(payload, ord) "
 		"ORDER BY p.ord "
-		"RETURNING " JQ_OUTCOME_SQL("$5", "(SELECT q.notify FROM q)") ", j.id",
+		"RETURNING " JQ_OUTCOME_SQL("$5", "(SELECT q.notify FROM q)", "false"),
 		5, {TEXTOID, JSONBARRAYOID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID},
 		.name = "enqueue many"
 	},
@@ -232,61 +262,67 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		.name = "claim"
 	},
 	/*
-	 * JQ_PLAN_COMPLETE: $1 id, $2 token, $3 now.  Only the current lease
-	 * holder, before its lease expires, may complete.  Outcome; when the
+	 * JQ_PLAN_COMPLETE: $1 id, $2 token, $3 now, $4 result.  Only the
+	 * current lease holder, before its lease expires, may complete.
+	 * Outcome; when the
 	 * completion is refused, the job's queue with status NULL (no row when
 	 * the job does not exist), read only then (a one-time filter).
 	 */
 	[JQ_PLAN_COMPLETE] = {
-		"WITH u AS (UPDATE jobqueue.jobs j SET " JQ_SUCCEED_SQL("$3")
+		"WITH u AS (UPDATE jobqueue.jobs j SET " JQ_SUCCEED_SQL("$3", "$4")
 		"           WHERE j.id = $1 AND j.lease_token = $2 "
 		"             AND (j.status = 'running') IS TRUE AND j.lease_expires_at > $3 "
-		"           RETURNING " JQ_OUTCOME_SQL("$3", "false") ") "
+		"           RETURNING " JQ_OUTCOME_SQL("$3", "false", JQ_QUEUE_NOTIFY_FINISHED_SQL) ") "
 		"SELECT * FROM u "
 		"UNION ALL "
-		"SELECT j.queue_name, NULL::jobqueue.job_status, false FROM jobqueue.jobs j "
+		"SELECT " JQ_REFUSED_SQL("j.queue_name", "j.id") " FROM jobqueue.jobs j "
 		"WHERE j.id = $1 AND NOT EXISTS (SELECT FROM u)",
-		3, {INT8OID, INT8OID, TIMESTAMPTZOID},
+		4, {INT8OID, INT8OID, TIMESTAMPTZOID, JSONBOID},
 		.name = "complete"
 	},
 	/*
-	 * JQ_PLAN_COMPLETE_MANY: $1 ids, $2 tokens, $3 now; same rule per job.
-	 * The pairs come from ROWS FROM: the two-array unnest(a, b) is a
-	 * parser shorthand for it that exists only unqualified.  Outcome, then
-	 * the id; then a row with status NULL for each other id asked for (its
-	 * queue NULL when the job does not exist).
+	 * JQ_PLAN_COMPLETE_MANY: $1 ids, $2 tokens, $3 now, $4 results (NULL:
+	 * none); same rule per job.  The triples come from ROWS FROM (the
+	 * multi-array unnest(a, b) is a parser shorthand for it that exists
+	 * only unqualified), which pads a NULL or shorter results array with
+	 * NULLs.  Outcome; then a row with status NULL for each other id asked
+	 * for (its queue NULL when the job does not exist).
 	 */
 	[JQ_PLAN_COMPLETE_MANY] = {
-		"WITH u AS (UPDATE jobqueue.jobs j SET " JQ_SUCCEED_SQL("$3")
-		"           FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS t(id, token) "
+		"WITH u AS (UPDATE jobqueue.jobs j SET " JQ_SUCCEED_SQL("$3", "t.result")
+		"           FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), "
+		"                           pg_catalog.unnest($4)) AS t(id, token, result) "
 		"           WHERE j.id = t.id AND j.lease_token = t.token "
 		"             AND (j.status = 'running') IS TRUE AND j.lease_expires_at > $3 "
-		"           RETURNING " JQ_OUTCOME_SQL("$3", "false") ", j.id) "
+		"           RETURNING " JQ_OUTCOME_SQL("$3", "false", JQ_QUEUE_NOTIFY_FINISHED_SQL) ") "
 		"SELECT * FROM u "
 		"UNION ALL "
-		"SELECT j.queue_name, NULL::jobqueue.job_status, false, r.id "
+		"SELECT " JQ_REFUSED_SQL("j.queue_name", "r.id") " "
 		"FROM (SELECT DISTINCT a.id FROM pg_catalog.unnest($1) AS a(id) "
 		"      WHERE NOT EXISTS (SELECT FROM u WHERE u.id = a.id)) r "
 		"  LEFT JOIN jobqueue.jobs j ON j.id = r.id",
-		3, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID},
+		4, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, JSONBARRAYOID},
 		.name = "complete many"
 	},
 	/*
 	 * JQ_PLAN_FAIL: $1 id, $2 token, $3 error code, $4 message, $5
-	 * retryable, $6 retry_in, $7 now, $8 history length.  Retry when the
-	 * error is retryable and attempts are left, else dead.  Outcome.
+	 * retryable, $6 retry_in, $7 now, $8 history length, $9 error detail
+	 * (kept in the history entry when not NULL).  Retry when the error is
+	 * retryable and attempts are left, else dead.  Outcome.
 	 */
 	[JQ_PLAN_FAIL] = {
 		"UPDATE jobqueue.jobs j SET "
 		JQ_FAILED_ATTEMPT_SQL("$5", "$7",
 			"COALESCE($6, "
 			JQ_BACKOFF_SQL("q.backoff_base", "q.backoff_max", "j.attempt_count") ")",
-			"$3", JQ_ATTEMPT_ENTRY_SQL("$7", "$3", "$4", "$5"), "$8")
+			"$3", "(" JQ_ATTEMPT_ENTRY_SQL("$7", "$3", "$4", "$5") " || "
+			"CASE WHEN $9::jsonb IS NULL THEN '{}'::jsonb "
+			"ELSE pg_catalog.jsonb_build_object('detail', $9::jsonb) END)", "$8")
 		"FROM jobqueue.queues q "
 		"WHERE q.queue_name = j.queue_name AND j.id = $1 AND j.lease_token = $2 "
 		"  AND (j.status = 'running') IS TRUE AND j.lease_expires_at > $7 "
-		"RETURNING " JQ_OUTCOME_SQL("$7", "q.notify"),
-		8, {INT8OID, INT8OID, TEXTOID, TEXTOID, BOOLOID, INTERVALOID, TIMESTAMPTZOID, INT4OID},
+		"RETURNING " JQ_OUTCOME_SQL("$7", "q.notify", "q.notify_finished"),
+		9, {INT8OID, INT8OID, TEXTOID, TEXTOID, BOOLOID, INTERVALOID, TIMESTAMPTZOID, INT4OID, JSONBOID},
 		.name = "fail"
 	},
 	/*
@@ -303,10 +339,10 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"           WHERE q.queue_name = j.queue_name AND j.id = $1 AND j.lease_token = $2 "
 		"             AND (j.status = 'running') IS TRUE AND j.lease_expires_at > $4 "
 		"             AND j.started_at + q.max_runtime > $4 "
-		"           RETURNING " JQ_OUTCOME_SQL("$4", "false") ", j.lease_expires_at) "
+		"           RETURNING " JQ_OUTCOME_SQL("$4", "false", "false") ", j.lease_expires_at) "
 		"SELECT * FROM u "
 		"UNION ALL "
-		"SELECT j.queue_name, NULL::jobqueue.job_status, false, NULL::timestamptz "
+		"SELECT " JQ_REFUSED_SQL("j.queue_name", "j.id") ", NULL::timestamptz "
 		"FROM jobqueue.jobs j WHERE j.id = $1 AND NOT EXISTS (SELECT FROM u)",
 		4, {INT8OID, INT8OID, INTERVALOID, TIMESTAMPTZOID},
 		.name = "heartbeat"
@@ -322,7 +358,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"  lease_owner = NULL, lease_expires_at = NULL, started_at = NULL "
 		"WHERE j.id = $1 AND j.lease_token = $2 AND (j.status = 'running') IS TRUE "
 		"  AND j.lease_expires_at > $4 "
-		"RETURNING " JQ_OUTCOME_SQL("$4", JQ_QUEUE_NOTIFY_SQL),
+		"RETURNING " JQ_OUTCOME_SQL("$4", JQ_QUEUE_NOTIFY_SQL, "false"),
 		4, {INT8OID, INT8OID, INTERVALOID, TIMESTAMPTZOID},
 		.name = "release"
 	},
@@ -330,8 +366,8 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	[JQ_PLAN_CANCEL] = {
 		"UPDATE jobqueue.jobs j SET status = 'cancelled', finished_at = $2, "
 		"  lease_expires_at = NULL "
-		"WHERE j.id = $1 AND j.status IN ('pending', 'running') "
-		"RETURNING " JQ_OUTCOME_SQL("$2", "false"),
+		"WHERE j.id = $1 AND j.status IN ('pending', 'running', 'waiting') "
+		"RETURNING " JQ_OUTCOME_SQL("$2", "false", JQ_QUEUE_NOTIFY_FINISHED_SQL),
 		2, {INT8OID, TIMESTAMPTZOID},
 		.name = "cancel"
 	},
@@ -343,7 +379,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	[JQ_PLAN_RETRY] = {
 		"UPDATE jobqueue.jobs j SET " JQ_REPLAY_SQL("COALESCE($2, $3)", "$3", "$4", "$5")
 		"WHERE j.id = $1 AND j.status IN ('dead', 'cancelled') "
-		"RETURNING " JQ_OUTCOME_SQL("$3", JQ_QUEUE_NOTIFY_SQL),
+		"RETURNING " JQ_OUTCOME_SQL("$3", JQ_QUEUE_NOTIFY_SQL, "false"),
 		5, {INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, INT4OID},
 		.name = "retry"
 	},
@@ -359,7 +395,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"           FOR UPDATE OF j SKIP LOCKED) "
 		"UPDATE jobqueue.jobs j SET " JQ_REPLAY_SQL("$4", "$4", "$5", "$6")
 		"WHERE j.id = ANY (ARRAY(SELECT c.id FROM c)) "
-		"RETURNING " JQ_OUTCOME_SQL("$4", JQ_QUEUE_NOTIFY_SQL),
+		"RETURNING " JQ_OUTCOME_SQL("$4", JQ_QUEUE_NOTIFY_SQL, "false"),
 		6, {TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID, TEXTOID, INT4OID},
 		.name = "retry dead"
 	},
@@ -405,15 +441,21 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	},
 	/*
 	 * JQ_PLAN_PURGE: $1 queue, $2 older_than or NULL (the queue's
-	 * retention), $3 max jobs, $4 now.
+	 * retention), $3 max jobs, $4 now.  A job that others still wait for
+	 * (a row of job_dependencies names it) is kept; a purged job's own
+	 * dependency rows go with it.
 	 */
 	[JQ_PLAN_PURGE] = {
 		"WITH c AS (SELECT j.id FROM jobqueue.jobs j, jobqueue.queues q "
 		"           WHERE q.queue_name = $1 AND j.queue_name = $1 "
 		"             AND j.status IN ('succeeded', 'cancelled') "
 		"             AND j.finished_at < $4 - COALESCE($2, q.retention) "
+		"             AND NOT EXISTS (SELECT FROM jobqueue.job_dependencies d "
+		"                             WHERE d.depends_on = j.id) "
 		"           ORDER BY j.finished_at LIMIT $3 "
-		"           FOR UPDATE OF j SKIP LOCKED) "
+		"           FOR UPDATE OF j SKIP LOCKED), "
+		"e AS (DELETE FROM jobqueue.job_dependencies d "
+		"      WHERE d.job_id = ANY (ARRAY(SELECT c.id FROM c))) "
 		"DELETE FROM jobqueue.jobs j WHERE j.id = ANY (ARRAY(SELECT c.id FROM c))",
 		4, {TEXTOID, INTERVALOID, INT4OID, TIMESTAMPTZOID},
 		.name = "purge"
@@ -490,14 +532,187 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"             WHERE j.queue_name = q.queue_name "
 		"               AND j.status IN ('succeeded', 'cancelled') "
 		"               AND j.finished_at < $2 - q.retention "
+		"               AND NOT EXISTS (SELECT FROM jobqueue.job_dependencies dd "
+		"                               WHERE dd.depends_on = j.id) "
 		"             ORDER BY j.finished_at LIMIT $1 "
 		"             FOR UPDATE OF j SKIP LOCKED) p "
 		"           LIMIT $1), "
+		"e AS (DELETE FROM jobqueue.job_dependencies dd "
+		"      WHERE dd.job_id = ANY (ARRAY(SELECT c.id FROM c))), "
 		"d AS (DELETE FROM jobqueue.jobs j WHERE j.id = ANY (ARRAY(SELECT c.id FROM c)) "
 		"      RETURNING j.queue_name) "
 		"SELECT d.queue_name, pg_catalog.count(*) FROM d GROUP BY d.queue_name",
 		2, {INT4OID, TIMESTAMPTZOID},
 		.name = "purge due"
+	},
+
+	/*----------
+	 * Results, progress and dependencies
+	 *----------
+	 */
+
+	/*
+	 * JQ_PLAN_PROGRESS: $1 id, $2 token, $3 progress, $4 now.  Fenced as
+	 * heartbeat is; the lease is not extended.  Outcome.
+	 */
+	[JQ_PLAN_PROGRESS] = {
+		"UPDATE jobqueue.jobs j SET progress = $3 "
+		"WHERE j.id = $1 AND j.lease_token = $2 AND (j.status = 'running') IS TRUE "
+		"  AND j.lease_expires_at > $4 "
+		"RETURNING " JQ_OUTCOME_SQL("$4", "false", "false"),
+		4, {INT8OID, INT8OID, JSONBOID, TIMESTAMPTZOID},
+		.name = "progress"
+	},
+	/*
+	 * JQ_PLAN_JOB: $1 id.  The columns of jq_job(), in its order.  When
+	 * jobs gets group_key (fair claiming), it goes after j.priority here
+	 * and in the function's definition.
+	 */
+	[JQ_PLAN_JOB] = {
+		"SELECT j.id, j.queue_name, j.status, j.attempt_count, j.max_attempts, "
+		"  j.priority, "
+		"  j.result, j.progress, j.last_error_code, j.errors, j.created_at, "
+		"  j.available_at, j.started_at, j.finished_at, "
+		"  CASE WHEN j.dependencies_left > 0 THEN ARRAY("
+		"    SELECT d.depends_on FROM jobqueue.job_dependencies d "
+		"    WHERE d.job_id = j.id ORDER BY d.depends_on) END "
+		"FROM jobqueue.jobs j WHERE j.id = $1",
+		1, {INT8OID},
+		.name = "job", .read_only = true
+	},
+	/*
+	 * JQ_PLAN_DEPENDENCIES_LOCK: $1 dependency ids (distinct).  Locks the
+	 * dependencies in id order and sets has_dependents, as an UPDATE, so
+	 * that a completion or failure of one of them either comes first (and
+	 * we read its new status) or waits for our commit (and then reads
+	 * has_dependents from the row, and finds our rows of
+	 * job_dependencies).  One row: the smallest id that does not exist,
+	 * the ids that have not succeeded, the smallest id that is dead or
+	 * cancelled, and its status.
+	 */
+	[JQ_PLAN_DEPENDENCIES_LOCK] = {
+		"WITH c AS (SELECT j.id FROM jobqueue.jobs j WHERE j.id = ANY ($1) "
+		"           ORDER BY j.id FOR NO KEY UPDATE OF j), "
+		"u AS (UPDATE jobqueue.jobs j SET has_dependents = true "
+		"      WHERE j.id = ANY (ARRAY(SELECT c.id FROM c)) "
+		"      RETURNING j.id, j.status) "
+		"SELECT (SELECT pg_catalog.min(a.id) FROM pg_catalog.unnest($1) AS a(id) "
+		"        WHERE NOT EXISTS (SELECT FROM u WHERE u.id = a.id)), "
+		"  ARRAY(SELECT u.id FROM u WHERE u.status <> 'succeeded' ORDER BY u.id), "
+		"  (SELECT u.id FROM u WHERE u.status IN ('dead', 'cancelled') "
+		"   ORDER BY u.id LIMIT 1), "
+		"  (SELECT u.status::text FROM u WHERE u.status IN ('dead', 'cancelled') "
+		"   ORDER BY u.id LIMIT 1)",
+		1, {INT8ARRAYOID},
+		.name = "lock dependencies"
+	},
+	/*
+	 * JQ_PLAN_ENQUEUE_DEPENDENT: $1 queue, $2 payloads, $3 priority, $4
+	 * run_at, $5 max_attempts, $6 idempotency key, $7 now, $8 the
+	 * dependencies that have not succeeded, $9 the first that is dead or
+	 * cancelled (NULL if none), $10 its status.  JQ_PLAN_ENQUEUE and
+	 * JQ_PLAN_ENQUEUE_MANY for jobs with dependencies: each job waits for
+	 * $8 (one row of job_dependencies each), or is cancelled at once when
+	 * $9 failed.  Outcome, in payload order.
+	 */
+	[JQ_PLAN_ENQUEUE_DEPENDENT] = {
+		"WITH q AS (SELECT q.max_attempts, q.notify, q.notify_finished "
+		"           FROM jobqueue.queues q WHERE q.queue_name = $1), "
+		"i AS (INSERT INTO jobqueue.jobs AS j "
+		"        (queue_name, payload, priority, available_at, max_attempts, "
+		"         idempotency_key, status, dependencies_left, finished_at, "
+		"         last_error_code, errors) "
+		"      SELECT $1, p.payload, $3, COALESCE($4, $7), COALESCE($5, q.max_attempts), $6, "
+		"        CASE WHEN $9::bigint IS NOT NULL THEN 'cancelled' "
+		"             WHEN pg_catalog.cardinality($8) > 0 THEN 'waiting' "
+		"             ELSE 'pending' END::jobqueue.job_status, "
+		"        pg_catalog.cardinality($8), "
+		"        CASE WHEN $9::bigint IS NOT NULL THEN $7 END, "
+		"        CASE WHEN $9::bigint IS NOT NULL THEN '" JQ_DEPENDENCY_FAILED_CODE "' END, "
+		"        CASE WHEN $9::bigint IS NOT NULL THEN pg_catalog.jsonb_build_array("
+		"          " JQ_DEPENDENCY_ENTRY_SQL("$7", "$9", "$10") ") "
+		"             ELSE '[]'::jsonb END "
+		"      FROM q, pg_catalog.unnest($2) WITH ORDINALITY AS p(payload, ord) "
+		"      ORDER BY p.ord "
+		"      ON CONFLICT (queue_name, idempotency_key) WHERE idempotency_key IS NOT NULL "
+		"      DO NOTHING "
+		"      RETURNING j.*), "
+		"e AS (INSERT INTO jobqueue.job_dependencies (job_id, depends_on) "
+		"      SELECT i.id, d.id FROM i, pg_catalog.unnest($8) AS d(id)) "
+		"SELECT " JQ_OUTCOME_SQL("$7", "(SELECT q.notify FROM q)",
+								 "(SELECT q.notify_finished FROM q)") " "
+		"FROM i AS j ORDER BY j.id",
+		10, {TEXTOID, JSONBARRAYOID, INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID,
+		TIMESTAMPTZOID, INT8ARRAYOID, INT8OID, TEXTOID},
+		.name = "enqueue dependent"
+	},
+	/*
+	 * JQ_PLAN_DEPENDENTS_RELEASE: $1 jobs that succeeded, $2 now, $3 rows
+	 * of job_dependencies per batch.  Deletes up to $3 rows naming the
+	 * jobs of $1 and counts them off their dependents' dependencies_left
+	 * (under the dependent's row lock, so two dependencies finishing at
+	 * once are both counted); a waiting dependent that reaches zero
+	 * becomes pending, ready now at the latest.  Outcome; no row when
+	 * nothing was left to do.
+	 */
+	[JQ_PLAN_DEPENDENTS_RELEASE] = {
+		"WITH e AS (DELETE FROM jobqueue.job_dependencies d "
+		"           WHERE d.ctid = ANY (ARRAY("
+		"             SELECT d2.ctid FROM jobqueue.job_dependencies d2 "
+		"             WHERE d2.depends_on = ANY ($1) LIMIT $3)) "
+		"           RETURNING d.job_id), "
+		"n AS (SELECT e.job_id, pg_catalog.count(*)::int AS n FROM e GROUP BY e.job_id) "
+		"UPDATE jobqueue.jobs j SET "
+		"  dependencies_left = j.dependencies_left - n.n, "
+		"  status = CASE WHEN j.status = 'waiting' AND j.dependencies_left = n.n "
+		"    THEN 'pending' ELSE j.status END::jobqueue.job_status, "
+		"  available_at = CASE WHEN j.status = 'waiting' AND j.dependencies_left = n.n "
+		"    THEN GREATEST(j.available_at, $2) ELSE j.available_at END "
+		"FROM n WHERE j.id = n.job_id "
+		"RETURNING " JQ_OUTCOME_SQL("$2", JQ_QUEUE_NOTIFY_SQL, "false"),
+		3, {INT8ARRAYOID, TIMESTAMPTZOID, INT4OID},
+		.name = "release dependents"
+	},
+	/*
+	 * JQ_PLAN_DEPENDENTS_CANCEL: $1 jobs that ended dead or cancelled, $2
+	 * now, $3 history length.  Their waiting dependents are cancelled, with
+	 * a history entry naming the (first) dependency that failed; their
+	 * rows of job_dependencies stay, for jq_retry.  One level: the caller
+	 * repeats with the jobs cancelled here, each time in a new snapshot
+	 * that sees dependents enqueued meanwhile.  Outcome.
+	 */
+	[JQ_PLAN_DEPENDENTS_CANCEL] = {
+		"WITH c AS (SELECT d.job_id AS id, pg_catalog.min(d.depends_on) AS dep "
+		"           FROM jobqueue.job_dependencies d WHERE d.depends_on = ANY ($1) "
+		"           GROUP BY d.job_id), "
+		"f AS (SELECT c.id, c.dep, "
+		"        (SELECT x.status::text FROM jobqueue.jobs x WHERE x.id = c.dep) AS dep_status "
+		"      FROM c) "
+		"UPDATE jobqueue.jobs j SET status = 'cancelled', finished_at = $2, "
+		"  last_error_code = '" JQ_DEPENDENCY_FAILED_CODE "', "
+		"  errors = " JQ_APPEND_ERROR_SQL(JQ_DEPENDENCY_ENTRY_SQL("$2", "f.dep", "f.dep_status"), "$3") " "
+		"FROM f WHERE j.id = f.id AND j.status = 'waiting' "
+		"RETURNING " JQ_OUTCOME_SQL("$2", "false", JQ_QUEUE_NOTIFY_FINISHED_SQL),
+		3, {INT8ARRAYOID, TIMESTAMPTZOID, INT4OID},
+		.name = "cancel dependents"
+	},
+	/*
+	 * JQ_PLAN_RETRY_DEPENDENCIES: $1 id.  The job's dependencies that have
+	 * not succeeded, locked (FOR SHARE: none of them can finish until the
+	 * replay commits); one row for the first that is dead or cancelled, or
+	 * that no longer exists (status NULL).
+	 */
+	[JQ_PLAN_RETRY_DEPENDENCIES] = {
+		"WITH c AS (SELECT j.id, j.status FROM jobqueue.jobs j "
+		"           WHERE j.id = ANY (ARRAY(SELECT d.depends_on "
+		"             FROM jobqueue.job_dependencies d WHERE d.job_id = $1)) "
+		"           ORDER BY j.id FOR SHARE OF j) "
+		"SELECT d.depends_on, c.status::text "
+		"FROM jobqueue.job_dependencies d LEFT JOIN c ON c.id = d.depends_on "
+		"WHERE d.job_id = $1 AND (c.id IS NULL OR c.status IN ('dead', 'cancelled')) "
+		"ORDER BY d.depends_on LIMIT 1",
+		1, {INT8OID},
+		.name = "retry dependencies"
 	},
 };
 

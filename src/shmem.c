@@ -211,6 +211,8 @@ jq_pool_slot_clear(JqPoolSlot *slot)
 	slot->pid = 0;
 	slot->latch = NULL;
 	slot->yield_requested = false;
+	slot->nfinished = 0;
+	slot->finished_reserved = 0;
 	LWLockRelease(slot->marks_lock);
 }
 
@@ -380,6 +382,80 @@ jq_launcher_wake(bool rescan)
 		jq_shared->rescan_requested = true;
 	latch = jq_shared->launcher_latch;
 	LWLockRelease(jq_shared->lock);
+	if (latch != NULL)
+		SetLatch(latch);
+}
+
+/*
+ * Reserve room for n finished-job marks in the table of the worker serving
+ * database dboid (the current one), at pre-commit.  Returns the pool slot,
+ * or -1 when no worker serves it or the table has no room: the caller then
+ * sends the notifications itself.
+ */
+int
+jq_reserve_finished(Oid dboid, int n)
+{
+	JqDatabaseEntry *entry;
+	JqPoolSlot *slot;
+	int			result = -1;
+
+	if (jq_shared == NULL)
+		return -1;
+	entry = jq_my_entry();
+	if (entry == NULL)
+		return -1;
+	slot = jq_lock_serving_slot(entry, dboid);
+	if (slot == NULL)
+		return -1;
+	if (slot->nfinished + slot->finished_reserved + n <= JQ_MAX_FINISHED_MARKS)
+	{
+		slot->finished_reserved += n;
+		result = (int) (slot - jq_shared->workers);
+	}
+	LWLockRelease(slot->marks_lock);
+	return result;
+}
+
+/* Give back a reservation of jq_reserve_finished (abort).  Never fails. */
+void
+jq_unreserve_finished(int slot_index, Oid dboid, int n)
+{
+	JqPoolSlot *slot;
+
+	if (jq_shared == NULL || slot_index < 0 || slot_index >= jq_shared->nworkers)
+		return;
+	slot = &jq_shared->workers[slot_index];
+	LWLockAcquire(slot->marks_lock, LW_EXCLUSIVE);
+	if (slot->dboid == dboid && slot->finished_reserved >= n)
+		slot->finished_reserved -= n;
+	LWLockRelease(slot->marks_lock);
+}
+
+/*
+ * Write the n marks reserved by jq_reserve_finished into the worker's
+ * table and wake it.  Called at commit: must not fail, and does not
+ * allocate.  If the slot serves another database by now (its worker left),
+ * the marks are dropped.
+ */
+void
+jq_mark_finished(int slot_index, Oid dboid, const JqFinishedMark *marks, int n)
+{
+	JqPoolSlot *slot;
+	Latch	   *latch = NULL;
+
+	if (jq_shared == NULL || slot_index < 0 || slot_index >= jq_shared->nworkers)
+		return;
+	slot = &jq_shared->workers[slot_index];
+	LWLockAcquire(slot->marks_lock, LW_EXCLUSIVE);
+	if (slot->dboid == dboid && slot->finished_reserved >= n &&
+		slot->nfinished + n <= JQ_MAX_FINISHED_MARKS)
+	{
+		memcpy(&slot->finished[slot->nfinished], marks, sizeof(JqFinishedMark) * n);
+		slot->nfinished += n;
+		slot->finished_reserved -= n;
+		latch = slot->latch;
+	}
+	LWLockRelease(slot->marks_lock);
 	if (latch != NULL)
 		SetLatch(latch);
 }

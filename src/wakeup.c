@@ -26,6 +26,18 @@
  *	 in this database) the transaction calls Async_Notify, as pg_notify
  *	 would: the notification is delivered at commit.
  *
+ * Finished jobs of queues with notify_finished are announced the same way
+ * on channel "jobqueue_finished", with payload "<id> <status>": one
+ * notification per job, which listeners wait for, so it must not be
+ * coalesced into "some queue".  The worker's table for them is bounded
+ * (JQ_MAX_FINISHED_MARKS per pool slot), so the room is reserved at
+ * XACT_EVENT_PRE_COMMIT, when the transaction can still NOTIFY: if it does
+ * not fit, the session sends the notifications itself (Async_Notify), as
+ * without a worker.  At commit the reserved entries are written; at abort
+ * the reservation is given back.  A worker that leaves the database
+ * between a reservation and the commit takes those notifications with it:
+ * listeners should wait with a timeout and look at jq_job again.
+ *
  *-------------------------------------------------------------------------
  */
 #include "jobqueue.h"
@@ -46,12 +58,73 @@ typedef struct JqPendingWake
 static List *pending_wakes = NIL;
 static bool callbacks_registered = false;
 
+/* A finished job to announce at commit, and the subtransaction level */
+typedef struct JqPendingFinished
+{
+	int			nest_level;
+	JqFinishedMark mark;
+} JqPendingFinished;
+
+/* Finished jobs of the current transaction, in TopTransactionContext */
+static List *pending_finished = NIL;
+/* Reserved at pre-commit: the pool slot, how many, and the marks */
+static int	finished_slot = -1;
+static int	finished_nreserved = 0;
+static JqFinishedMark *finished_marks = NULL;
+
+static void jq_register_callbacks(void);
+
+/*
+ * At pre-commit: reserve room for the finished jobs in the worker's table,
+ * or NOTIFY them from this session if there is no room (or no worker).
+ */
+static void
+jq_finished_pre_commit(void)
+{
+	int			n = list_length(pending_finished);
+	int			slot;
+	ListCell   *lc;
+	int			i = 0;
+
+	if (n == 0)
+		return;
+	slot = jq_reserve_finished(MyDatabaseId, n);
+	if (slot < 0)
+	{
+		foreach(lc, pending_finished)
+		{
+			JqPendingFinished *f = (JqPendingFinished *) lfirst(lc);
+
+			Async_Notify(JQ_FINISHED_CHANNEL,
+						 psprintf(INT64_FORMAT " %s", f->mark.id, f->mark.status));
+		}
+		pending_finished = NIL;
+		return;
+	}
+	finished_marks = MemoryContextAlloc(TopTransactionContext,
+										sizeof(JqFinishedMark) * n);
+	foreach(lc, pending_finished)
+		finished_marks[i++] = ((JqPendingFinished *) lfirst(lc))->mark;
+	finished_slot = slot;
+	finished_nreserved = n;
+}
+
 static void
 jq_wakeup_xact_callback(XactEvent event, void *arg)
 {
 	switch (event)
 	{
+		case XACT_EVENT_PRE_COMMIT:
+			jq_finished_pre_commit();
+			break;
 		case XACT_EVENT_COMMIT:
+			if (finished_nreserved > 0)
+				jq_mark_finished(finished_slot, MyDatabaseId, finished_marks,
+								 finished_nreserved);
+			finished_nreserved = 0;
+			finished_slot = -1;
+			finished_marks = NULL;
+			pending_finished = NIL;
 			{
 				/* no allocation here: an error after commit would PANIC */
 				const char *names[16];
@@ -74,6 +147,13 @@ jq_wakeup_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PREPARE:
 		case XACT_EVENT_PARALLEL_ABORT:
+			if (finished_nreserved > 0)
+				jq_unreserve_finished(finished_slot, MyDatabaseId,
+									  finished_nreserved);
+			finished_nreserved = 0;
+			finished_slot = -1;
+			finished_marks = NULL;
+			pending_finished = NIL;
 			pending_wakes = NIL;
 			break;
 		default:
@@ -88,8 +168,6 @@ jq_wakeup_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	int			level = GetCurrentTransactionNestLevel();
 	ListCell   *lc;
 
-	if (pending_wakes == NIL)
-		return;
 	switch (event)
 	{
 		case SUBXACT_EVENT_COMMIT_SUB:
@@ -100,6 +178,13 @@ jq_wakeup_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 				if (w->nest_level >= level)
 					w->nest_level = level - 1;
 			}
+			foreach(lc, pending_finished)
+			{
+				JqPendingFinished *f = (JqPendingFinished *) lfirst(lc);
+
+				if (f->nest_level >= level)
+					f->nest_level = level - 1;
+			}
 			break;
 		case SUBXACT_EVENT_ABORT_SUB:
 			foreach(lc, pending_wakes)
@@ -108,6 +193,13 @@ jq_wakeup_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 
 				if (w->nest_level >= level)
 					pending_wakes = foreach_delete_current(pending_wakes, lc);
+			}
+			foreach(lc, pending_finished)
+			{
+				JqPendingFinished *f = (JqPendingFinished *) lfirst(lc);
+
+				if (f->nest_level >= level)
+					pending_finished = foreach_delete_current(pending_finished, lc);
 			}
 			break;
 		default:
@@ -135,12 +227,7 @@ jq_wakeup_queue(const char *queue_name)
 		return;
 	}
 
-	if (!callbacks_registered)
-	{
-		RegisterXactCallback(jq_wakeup_xact_callback, NULL);
-		RegisterSubXactCallback(jq_wakeup_subxact_callback, NULL);
-		callbacks_registered = true;
-	}
+	jq_register_callbacks();
 
 	foreach(lc, pending_wakes)
 	{
@@ -159,5 +246,43 @@ jq_wakeup_queue(const char *queue_name)
 	w->nest_level = level;
 	strcpy(w->queue_name, queue_name);
 	pending_wakes = lappend(pending_wakes, w);
+	MemoryContextSwitchTo(oldcontext);
+}
+
+static void
+jq_register_callbacks(void)
+{
+	if (!callbacks_registered)
+	{
+		RegisterXactCallback(jq_wakeup_xact_callback, NULL);
+		RegisterSubXactCallback(jq_wakeup_subxact_callback, NULL);
+		callbacks_registered = true;
+	}
+}
+
+/*
+ * Announce on channel jobqueue_finished, once the current transaction
+ * commits, that job job_id finished with status (succeeded, dead,
+ * cancelled).  Nothing is sent if it aborts.
+ */
+void
+jq_wakeup_finished(int64 job_id, const char *status)
+{
+	JqPendingFinished *f;
+	MemoryContext oldcontext;
+
+	if (!jq_worker_running(MyDatabaseId))
+	{
+		Async_Notify(JQ_FINISHED_CHANNEL,
+					 psprintf(INT64_FORMAT " %s", job_id, status));
+		return;
+	}
+	jq_register_callbacks();
+	oldcontext = MemoryContextSwitchTo(TopTransactionContext);
+	f = palloc0(sizeof(JqPendingFinished));
+	f->nest_level = GetCurrentTransactionNestLevel();
+	f->mark.id = job_id;
+	strlcpy(f->mark.status, status, JQ_STATUS_MAXLEN);
+	pending_finished = lappend(pending_finished, f);
 	MemoryContextSwitchTo(oldcontext);
 }

@@ -499,7 +499,9 @@ static void
 jq_announce_marked(void)
 {
 	char		marks[JQ_MAX_MARKS][JQ_QUEUE_NAME_MAXLEN + 1];
+	JqFinishedMark finished[JQ_MAX_FINISHED_MARKS];
 	int			nmarks;
+	int			nfinished;
 	bool		overflow;
 	int			i;
 	uint64		n;
@@ -512,8 +514,11 @@ jq_announce_marked(void)
 	memcpy(marks, worker_slot->marks, sizeof(marks[0]) * nmarks);
 	worker_slot->nmarks = 0;
 	worker_slot->marks_overflow = false;
+	nfinished = worker_slot->nfinished;
+	memcpy(finished, worker_slot->finished, sizeof(finished[0]) * nfinished);
+	worker_slot->nfinished = 0;
 	LWLockRelease(worker_slot->marks_lock);
-	if (nmarks == 0 && !overflow)
+	if (nmarks == 0 && !overflow && nfinished == 0)
 		return;
 
 	if (!jq_work_begin("sending jobqueue notifications"))
@@ -521,10 +526,18 @@ jq_announce_marked(void)
 		/* announce them all at the next wake-up */
 		LWLockAcquire(worker_slot->marks_lock, LW_EXCLUSIVE);
 		worker_slot->marks_overflow = true;
+		/* finished jobs are put back if there is room, else dropped */
+		if (worker_slot->nfinished + worker_slot->finished_reserved + nfinished <=
+			JQ_MAX_FINISHED_MARKS)
+		{
+			memcpy(&worker_slot->finished[worker_slot->nfinished], finished,
+				   sizeof(finished[0]) * nfinished);
+			worker_slot->nfinished += nfinished;
+		}
 		LWLockRelease(worker_slot->marks_lock);
 		return;
 	}
-	n = nmarks;
+	n = nmarks + nfinished;
 	/* every job of these queues committed by now is covered */
 	at = GetCurrentTimestamp();
 	for (i = 0; i < nmarks; i++)
@@ -532,6 +545,9 @@ jq_announce_marked(void)
 		Async_Notify(JQ_NOTIFY_CHANNEL, marks[i]);
 		jq_note_announced(marks[i], at);
 	}
+	for (i = 0; i < nfinished; i++)
+		Async_Notify(JQ_FINISHED_CHANNEL,
+					 psprintf(INT64_FORMAT " %s", finished[i].id, finished[i].status));
 	if (overflow)
 	{
 		jq_execute(JQ_PLAN_NOTIFY_QUEUES, NULL, NULL, SPI_OK_SELECT);

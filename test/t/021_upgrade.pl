@@ -121,8 +121,11 @@ like($fresh_catalog, qr/^object view jobqueue\.queue_stats$/m, 'the catalog list
 like($fresh_catalog, qr/^config_dump jobqueue\.jobs_id_seq/m, 'and the dump configuration');
 
 # Jobs as text, with every column.
+# (the columns of 1.2's results and dependencies, at their defaults after
+# the update, are left out)
 my $jobs_sql = q{
-	SELECT string_agg(pg_catalog.row_to_json(j)::text, E'\n' ORDER BY j.id) FROM jobqueue.jobs j
+	SELECT string_agg((pg_catalog.to_jsonb(j) - 'result' - 'progress' - 'dependencies_left'
+		- 'has_dependents')::text, E'\n' ORDER BY j.id) FROM jobqueue.jobs j
 };
 
 foreach my $version (@earlier_versions)
@@ -133,20 +136,43 @@ foreach my $version (@earlier_versions)
 	is($node->safe_psql($db, "SELECT extversion FROM pg_extension WHERE extname = 'jobqueue'"),
 		$version, "version $version installed");
 
-	# fill it with jobs in several states, through the old functions
+	# fill it with jobs in several states, as the old functions leave them.
+	# Written as SQL: the library is the new one, and its statements need
+	# the current schema (install it, then ALTER EXTENSION UPDATE at once).
 	$node->safe_psql(
 		$db, q{
-		SELECT jobqueue.jq_create_queue('old', max_attempts => 2, lease_duration => '1 hour');
-		SELECT count(jobqueue.jq_enqueue('old', jsonb_build_object('n', i))) FROM generate_series(1, 50) i;
-		SELECT jobqueue.jq_enqueue('old', '{"k": true}', idempotency_key => 'key-1');
-		SELECT jobqueue.jq_enqueue('old', '{"later": true}', run_at => now() + interval '1 day');
-		CREATE TABLE held AS SELECT * FROM jobqueue.jq_claim('old', 10, 'old-worker');
-		SELECT count(jobqueue.jq_complete(id, token)) FROM (SELECT * FROM held ORDER BY id LIMIT 5) h;
-		SELECT jobqueue.jq_fail(id, token, 'E_OLD', 'failed before the upgrade', retryable => false)
-		FROM (SELECT * FROM held ORDER BY id LIMIT 1 OFFSET 5) h;
-		SELECT jobqueue.jq_fail(id, token, 'E_OLD', 'retried', retry_in => '1 hour')
-		FROM (SELECT * FROM held ORDER BY id LIMIT 1 OFFSET 6) h;
-		SELECT jobqueue.jq_cancel(id) FROM (SELECT * FROM held ORDER BY id LIMIT 1 OFFSET 7) h;
+		INSERT INTO jobqueue.queues (queue_name, max_attempts, lease_duration)
+		VALUES ('old', 2, '1 hour');
+		INSERT INTO jobqueue.jobs (queue_name, payload, max_attempts)
+		SELECT 'old', jsonb_build_object('n', i), 2 FROM generate_series(1, 50) i;
+		INSERT INTO jobqueue.jobs (queue_name, payload, max_attempts, idempotency_key)
+		VALUES ('old', '{"k": true}', 2, 'key-1');
+		INSERT INTO jobqueue.jobs (queue_name, payload, max_attempts, available_at)
+		VALUES ('old', '{"later": true}', 2, now() + interval '1 day');
+		CREATE TABLE held AS
+		WITH c AS (SELECT j.id FROM jobqueue.jobs j
+				   WHERE j.status = 'pending' AND j.available_at <= now()
+				   ORDER BY j.priority DESC, j.available_at, j.id LIMIT 10),
+		u AS (UPDATE jobqueue.jobs j SET status = 'running', attempt_count = j.attempt_count + 1,
+				lease_owner = 'old-worker', lease_token = j.lease_token + 1, started_at = now(),
+				lease_expires_at = now() + interval '1 hour'
+			  FROM c WHERE j.id = c.id RETURNING j.id, j.lease_token AS token)
+		SELECT * FROM u;
+		UPDATE jobqueue.jobs SET status = 'succeeded', finished_at = now(), lease_expires_at = NULL
+		WHERE id IN (SELECT id FROM held ORDER BY id LIMIT 5);
+		UPDATE jobqueue.jobs j SET status = 'dead', finished_at = now(), lease_owner = NULL,
+			lease_expires_at = NULL, last_error_code = 'E_OLD',
+			errors = j.errors || jsonb_build_array(jsonb_build_object('attempt', 1, 'at', now(),
+				'code', 'E_OLD', 'message', 'failed before the upgrade', 'retryable', false,
+				'owner', 'old-worker'))
+		WHERE id IN (SELECT id FROM held ORDER BY id LIMIT 1 OFFSET 5);
+		UPDATE jobqueue.jobs j SET status = 'pending', available_at = now() + interval '1 hour',
+			lease_owner = NULL, lease_expires_at = NULL, last_error_code = 'E_OLD',
+			errors = j.errors || jsonb_build_array(jsonb_build_object('attempt', 1, 'at', now(),
+				'code', 'E_OLD', 'message', 'retried', 'retryable', true, 'owner', 'old-worker'))
+		WHERE id IN (SELECT id FROM held ORDER BY id LIMIT 1 OFFSET 6);
+		UPDATE jobqueue.jobs SET status = 'cancelled', finished_at = now(), lease_expires_at = NULL
+		WHERE id IN (SELECT id FROM held ORDER BY id LIMIT 1 OFFSET 7);
 	});
 	my $jobs_before = $node->safe_psql($db, $jobs_sql);
 

@@ -33,7 +33,7 @@ SELECT is((SELECT extrelocatable FROM pg_extension WHERE extname = 'jobqueue'), 
 --
 SELECT has_enum('jobqueue', 'job_status', 'enum jobqueue.job_status exists');
 SELECT enum_has_labels('jobqueue', 'job_status',
-	ARRAY['pending', 'running', 'succeeded', 'dead', 'cancelled']);
+	ARRAY['waiting', 'pending', 'running', 'succeeded', 'dead', 'cancelled']);
 
 --
 -- jobqueue.queues
@@ -138,28 +138,28 @@ FROM (VALUES
 --
 CREATE TEMP TABLE fn (ord int, name name, argtypes name[], args text, result text);
 INSERT INTO fn VALUES
-	(1, 'jq_create_queue', '{text,integer,interval,interval,interval,interval,interval}',
-	 'queue_name text, max_attempts integer DEFAULT 8, lease_duration interval DEFAULT ''00:01:00''::interval, max_runtime interval DEFAULT ''01:00:00''::interval, backoff_base interval DEFAULT ''00:00:10''::interval, backoff_max interval DEFAULT ''01:00:00''::interval, retention interval DEFAULT ''7 days''::interval',
+	(1, 'jq_create_queue', '{text,integer,interval,interval,interval,interval,interval,boolean}',
+	 'queue_name text, max_attempts integer DEFAULT 8, lease_duration interval DEFAULT ''00:01:00''::interval, max_runtime interval DEFAULT ''01:00:00''::interval, backoff_base interval DEFAULT ''00:00:10''::interval, backoff_max interval DEFAULT ''01:00:00''::interval, retention interval DEFAULT ''7 days''::interval, notify_finished boolean DEFAULT false',
 	 'void'),
-	(2, 'jq_alter_queue', '{text,integer,interval,interval,interval,interval,interval,boolean}',
-	 'queue_name text, max_attempts integer DEFAULT NULL::integer, lease_duration interval DEFAULT NULL::interval, max_runtime interval DEFAULT NULL::interval, backoff_base interval DEFAULT NULL::interval, backoff_max interval DEFAULT NULL::interval, retention interval DEFAULT NULL::interval, notify boolean DEFAULT NULL::boolean',
+	(2, 'jq_alter_queue', '{text,integer,interval,interval,interval,interval,interval,boolean,boolean}',
+	 'queue_name text, max_attempts integer DEFAULT NULL::integer, lease_duration interval DEFAULT NULL::interval, max_runtime interval DEFAULT NULL::interval, backoff_base interval DEFAULT NULL::interval, backoff_max interval DEFAULT NULL::interval, retention interval DEFAULT NULL::interval, notify boolean DEFAULT NULL::boolean, notify_finished boolean DEFAULT NULL::boolean',
 	 'void'),
 	(3, 'jq_drop_queue', '{text,boolean}', 'queue_name text, force boolean DEFAULT false', 'void'),
 	(4, 'jq_pause_queue', '{text}', 'queue_name text', 'void'),
 	(5, 'jq_resume_queue', '{text}', 'queue_name text', 'void'),
-	(6, 'jq_enqueue', '{text,jsonb,integer,timestamp with time zone,integer,text}',
-	 'queue_name text, payload jsonb, priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, max_attempts integer DEFAULT NULL::integer, idempotency_key text DEFAULT NULL::text',
+	(6, 'jq_enqueue', '{text,jsonb,integer,timestamp with time zone,integer,text,bigint[]}',
+	 'queue_name text, payload jsonb, priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, max_attempts integer DEFAULT NULL::integer, idempotency_key text DEFAULT NULL::text, depends_on bigint[] DEFAULT NULL::bigint[]',
 	 'bigint'),
-	(7, 'jq_enqueue_many', '{text,jsonb[],integer,timestamp with time zone}',
-	 'queue_name text, payloads jsonb[], priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone',
+	(7, 'jq_enqueue_many', '{text,jsonb[],integer,timestamp with time zone,bigint[]}',
+	 'queue_name text, payloads jsonb[], priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, depends_on bigint[] DEFAULT NULL::bigint[]',
 	 'SETOF bigint'),
 	(8, 'jq_claim', '{text,integer,text,interval}',
 	 'queue_name text, n integer, owner text, lease interval DEFAULT NULL::interval',
 	 'TABLE(id bigint, payload jsonb, attempt integer, token bigint, lease_expires_at timestamp with time zone)'),
-	(9, 'jq_complete', '{bigint,bigint}', 'id bigint, token bigint', 'boolean'),
-	(10, 'jq_complete_many', '{bigint[],bigint[]}', 'ids bigint[], tokens bigint[]', 'SETOF bigint'),
-	(11, 'jq_fail', '{bigint,bigint,text,text,boolean,interval}',
-	 'id bigint, token bigint, error_code text, error_message text DEFAULT NULL::text, retryable boolean DEFAULT true, retry_in interval DEFAULT NULL::interval',
+	(9, 'jq_complete', '{bigint,bigint,jsonb}', 'id bigint, token bigint, result jsonb DEFAULT NULL::jsonb', 'boolean'),
+	(10, 'jq_complete_many', '{bigint[],bigint[],jsonb[]}', 'ids bigint[], tokens bigint[], results jsonb[] DEFAULT NULL::jsonb[]', 'SETOF bigint'),
+	(11, 'jq_fail', '{bigint,bigint,text,text,boolean,interval,jsonb}',
+	 'id bigint, token bigint, error_code text, error_message text DEFAULT NULL::text, retryable boolean DEFAULT true, retry_in interval DEFAULT NULL::interval, error_detail jsonb DEFAULT NULL::jsonb',
 	 'jobqueue.job_status'),
 	(12, 'jq_heartbeat', '{bigint,bigint,interval}',
 	 'id bigint, token bigint, extend interval DEFAULT NULL::interval', 'timestamp with time zone'),
@@ -173,7 +173,10 @@ INSERT INTO fn VALUES
 	(17, 'jq_reap', '{integer}', 'max_jobs integer DEFAULT 10000', 'bigint'),
 	(18, 'jq_purge', '{text,interval,integer}',
 	 'queue_name text, older_than interval DEFAULT NULL::interval, max_jobs integer DEFAULT 10000', 'bigint'),
-	(19, 'jq_explain_claim', '{text,integer}', 'queue_name text, n integer DEFAULT 1', 'SETOF text');
+	(19, 'jq_explain_claim', '{text,integer}', 'queue_name text, n integer DEFAULT 1', 'SETOF text'),
+	(20, 'jq_progress', '{bigint,bigint,jsonb}', 'id bigint, token bigint, progress jsonb', 'boolean'),
+	(21, 'jq_job', '{bigint}', 'id bigint',
+	 'TABLE(id bigint, queue_name text, status jobqueue.job_status, attempt integer, max_attempts integer, priority integer, result jsonb, progress jsonb, last_error_code text, errors jsonb, created_at timestamp with time zone, available_at timestamp with time zone, started_at timestamp with time zone, finished_at timestamp with time zone, waiting_for bigint[])');
 
 -- the function of each row, by its argument types
 CREATE FUNCTION pg_temp.fn_oid(fname name, argtypes name[]) RETURNS regprocedure
@@ -189,7 +192,7 @@ SELECT is(pg_get_function_result(pg_temp.fn_oid(name, argtypes)), result,
 SELECT function_returns('jobqueue', 'jq_claim', ARRAY['text', 'integer', 'text', 'interval'],
 	'setof record');
 SELECT function_returns('jobqueue', 'jq_fail',
-	ARRAY['bigint', 'bigint', 'text', 'text', 'boolean', 'interval'], 'jobqueue.job_status');
+	ARRAY['bigint', 'bigint', 'text', 'text', 'boolean', 'interval', 'jsonb'], 'jobqueue.job_status');
 SELECT function_lang_is('jobqueue', name, argtypes, 'c') FROM fn ORDER BY ord;
 SELECT volatility_is('jobqueue', name, argtypes, 'volatile') FROM fn ORDER BY ord;
 SELECT is_definer('jobqueue', name, argtypes) FROM fn ORDER BY ord;
@@ -211,9 +214,40 @@ SELECT is((SELECT count(*)::int FROM pg_depend d
 	  AND ((d.classid = 'pg_proc'::regclass AND d.objid IN (SELECT pg_temp.fn_oid(name, argtypes) FROM fn))
 	    OR (d.classid = 'pg_class'::regclass AND d.objid IN ('jobqueue.jobs'::regclass, 'jobqueue.queues'::regclass))
 	    OR (d.classid = 'pg_type'::regclass AND d.objid = 'jobqueue.job_status'::regtype))),
-	22, 'the 19 functions, 2 tables and the enum belong to the extension');
+	24, 'the 21 functions, 2 tables and the enum belong to the extension');
 SELECT ok((SELECT 'jobqueue.jobs'::regclass = ANY (extconfig) AND 'jobqueue.queues'::regclass = ANY (extconfig)
 	FROM pg_extension WHERE extname = 'jobqueue'), 'pg_dump keeps the rows of jobs and queues');
+
+--
+-- results, progress and dependencies (1.2)
+--
+SELECT col_type_is('jobqueue', 'jobs', c.col, c.typ, format('jobs.%s is %s', c.col, c.typ))
+FROM (VALUES ('result', 'jsonb'), ('progress', 'jsonb'), ('dependencies_left', 'integer'),
+	('has_dependents', 'boolean')) c(col, typ);
+SELECT col_is_null('jobqueue', 'jobs', c.col, format('jobs.%s is nullable', c.col))
+FROM unnest(ARRAY['result', 'progress']) c(col);
+SELECT col_not_null('jobqueue', 'jobs', c.col, format('jobs.%s is not null', c.col))
+FROM unnest(ARRAY['dependencies_left', 'has_dependents']) c(col);
+SELECT col_default_is('jobqueue', 'jobs', 'dependencies_left', '0', 'jobs.dependencies_left defaults to 0');
+SELECT col_default_is('jobqueue', 'jobs', 'has_dependents', 'false', 'jobs.has_dependents defaults to false');
+SELECT col_has_check('jobqueue', 'jobs', 'dependencies_left', 'jobs.dependencies_left has a check constraint');
+SELECT col_type_is('jobqueue', 'queues', 'notify_finished', 'boolean', 'queues.notify_finished is boolean');
+SELECT col_not_null('jobqueue', 'queues', 'notify_finished', 'queues.notify_finished is not null');
+SELECT col_default_is('jobqueue', 'queues', 'notify_finished', 'false', 'queues.notify_finished defaults to false');
+SELECT has_table('jobqueue', 'job_dependencies', 'table jobqueue.job_dependencies exists');
+SELECT col_is_pk('jobqueue', 'job_dependencies', ARRAY['job_id', 'depends_on'],
+	'job_dependencies is keyed by (job_id, depends_on)');
+SELECT col_not_null('jobqueue', 'job_dependencies', c.col, format('job_dependencies.%s is not null', c.col))
+FROM unnest(ARRAY['job_id', 'depends_on']) c(col);
+SELECT has_index('jobqueue', 'job_dependencies', 'job_dependencies_depends_on_idx', 'depends_on',
+	'index job_dependencies_depends_on_idx exists on (depends_on)');
+SELECT is(pg_get_indexdef('jobqueue.jobs_waiting_idx'::regclass),
+	'CREATE INDEX jobs_waiting_idx ON jobqueue.jobs USING btree (queue_name) WHERE (status < ''pending''::jobqueue.job_status)',
+	'definition of jobs_waiting_idx (waiting sorts before pending)');
+-- waiting jobs never enter the claim index
+SELECT ok(pg_get_expr(i.indpred, i.indrelid) = '(status = ''pending''::jobqueue.job_status)',
+	'jobs_claim_idx holds pending jobs only')
+FROM pg_index i WHERE i.indexrelid = 'jobqueue.jobs_claim_idx'::regclass;
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -1,0 +1,290 @@
+/*-------------------------------------------------------------------------
+ *
+ * dependencies.c
+ *	  Jobs that wait for other jobs: enqueueing them, releasing them when
+ *	  their dependencies succeed, cancelling them when one fails, and the
+ *	  check of jq_retry.
+ *
+ * A job enqueued with depends_on gets one row in jobqueue.job_dependencies
+ * per dependency that has not succeeded yet, and the number of those rows
+ * in its dependencies_left.  While that is above zero its status is
+ * 'waiting', so it is not in the claim index (WHERE status = 'pending') and
+ * the claim never reads it.
+ *
+ * Every statement that finishes a job returns has_dependents from the
+ * job's row (see JQ_OUTCOME_SQL); jq_note_outcome then calls
+ * jq_dependencies_resolve() in the same transaction:
+ *	  - succeeded: its rows of job_dependencies are deleted in bounded
+ *		batches and counted off each dependent's dependencies_left under
+ *		the dependent's row lock; a dependent that reaches zero becomes
+ *		pending (and its queue's listeners are woken);
+ *	  - dead or cancelled: its waiting dependents are cancelled with error
+ *		code DEPENDENCY_FAILED and a history entry naming it, then theirs,
+ *		level by level (each level a new statement, so a new snapshot).
+ *
+ * Races with an enqueue: the enqueue updates each dependency's row
+ * (has_dependents = true) before it reads the dependency's status.  A
+ * completion (or failure) that changed the row first is seen by the
+ * enqueue, which then reads the new status (EvalPlanQual); otherwise the
+ * completion waits for the enqueue's commit and reads has_dependents from
+ * the row it changes, and its next statements see the new rows of
+ * job_dependencies.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "jobqueue.h"
+
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/timestamp.h"
+
+/* Rows of job_dependencies deleted per statement when a job succeeds */
+#define JQ_RELEASE_BATCH 1000
+
+static int
+jq_int64_cmp(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a;
+	int64		y = *(const int64 *) b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * depends_on argument argno: a one-dimensional bigint array without NULLs,
+ * returned sorted and without duplicates.
+ */
+ArrayType *
+jq_arg_depends_on(FunctionCallInfo fcinfo, int argno)
+{
+	ArrayType  *arr = jq_arg_array(fcinfo, argno, "depends_on", INT8OID);
+	Datum	   *elems;
+	int			nelems;
+	int64	   *ids;
+	int			n = 0;
+	int			i;
+
+	deconstruct_array(arr, INT8OID, sizeof(int64), FLOAT8PASSBYVAL,
+					  TYPALIGN_DOUBLE, &elems, NULL, &nelems);
+	ids = palloc(sizeof(int64) * Max(nelems, 1));
+	for (i = 0; i < nelems; i++)
+		ids[i] = DatumGetInt64(elems[i]);
+	qsort(ids, nelems, sizeof(int64), jq_int64_cmp);
+	for (i = 0; i < nelems; i++)
+	{
+		if (n == 0 || ids[n - 1] != ids[i])
+			elems[n++] = Int64GetDatum(ids[i]);
+	}
+	return construct_array(elems, n, INT8OID, sizeof(int64), FLOAT8PASSBYVAL,
+						   TYPALIGN_DOUBLE);
+}
+
+static ArrayType *
+jq_int64_array(const int64 *ids, int n)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * Max(n, 1));
+	int			i;
+
+	for (i = 0; i < n; i++)
+		elems[i] = Int64GetDatum(ids[i]);
+	return construct_array(elems, n, INT8OID, sizeof(int64), FLOAT8PASSBYVAL,
+						   TYPALIGN_DOUBLE);
+}
+
+/*
+ * Enqueue jobs that depend on the jobs of depends_on (sorted, distinct),
+ * for jq_enqueue (payloads NULL: the one payload is values[1]; returns the
+ * job's id) and jq_enqueue_many (each job's id goes to tupstore; returns
+ * 0).  values and nulls are laid out as jq_enqueue's statement
+ * parameters: queue, payload, priority, run_at, max_attempts, key, now.
+ *
+ * An unknown dependency is an error (23503, as a foreign key would say);
+ * a dependency that succeeded is satisfied; if one is dead or cancelled,
+ * the jobs are created cancelled, as if it had failed later.
+ */
+int64
+jq_enqueue_dependent(FunctionCallInfo fcinfo, Datum *values, char *nulls,
+					 ArrayType *payloads, ArrayType *depends_on,
+					 Tuplestorestate *tupstore, TupleDesc tupdesc)
+{
+	char	   *queue_name = text_to_cstring(DatumGetTextPP(values[0]));
+	Datum		lock_values[1];
+	Datum		ins[10];
+	char		ins_nulls[10];
+	bool		isnull;
+	Datum		d;
+	int64		job_id = 0;
+	uint64		i;
+
+	if (payloads == NULL)
+		payloads = construct_array(&values[1], 1, JSONBOID, -1, false,
+								   TYPALIGN_INT);
+
+	jq_spi_connect();
+	lock_values[0] = PointerGetDatum(depends_on);
+	jq_execute(JQ_PLAN_DEPENDENCIES_LOCK, lock_values, NULL, SPI_OK_SELECT);
+	d = jq_result_nullable(0, 1, &isnull);
+	if (!isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
+				 errmsg("job %lld does not exist", (long long) DatumGetInt64(d)),
+				 errdetail("A job can only depend on existing jobs.")));
+
+	memset(ins_nulls, JQ_NOTNULL, sizeof(ins_nulls));
+	for (i = 0; i < 7; i++)
+	{
+		ins[i] = values[i];
+		ins_nulls[i] = nulls[i];
+	}
+	ins[1] = PointerGetDatum(payloads);
+	ins_nulls[1] = JQ_NOTNULL;
+	/* the results stay in SPI memory until SPI_finish */
+	ins[7] = jq_result(0, 2);
+	ins[8] = jq_result_nullable(0, 3, &isnull);
+	if (isnull)
+		ins_nulls[8] = ins_nulls[9] = JQ_ISNULL;
+	else
+		ins[9] = jq_result(0, 4);
+
+	jq_execute(JQ_PLAN_ENQUEUE_DEPENDENT, ins, ins_nulls, SPI_OK_SELECT);
+	if (SPI_processed > 0)
+	{
+		job_id = DatumGetInt64(jq_result(0, JQ_OUTCOME_ID));
+		if (tupstore != NULL)
+		{
+			for (i = 0; i < SPI_processed; i++)
+			{
+				Datum		id = jq_result(i, JQ_OUTCOME_ID);
+				bool		id_null = false;
+
+				tuplestore_putvalues(tupstore, tupdesc, &id, &id_null);
+			}
+		}
+		(void) jq_note_outcome(JQ_TR_ENQUEUE, 0, NULL, NULL, NULL);
+	}
+	else
+	{
+		jq_require_queue(queue_name);
+		/* an empty payload array, or a key the queue holds (as jq_enqueue) */
+		if (tupstore == NULL)
+		{
+			Datum		key_values[2];
+
+			if (nulls[5] == JQ_ISNULL)
+				jq_raise_unknown_queue(queue_name);
+			key_values[0] = values[0];
+			key_values[1] = values[5];
+			jq_execute(JQ_PLAN_ENQUEUE_EXISTING, key_values, NULL, SPI_OK_SELECT);
+			if (SPI_processed != 1)
+				ereport(ERROR,
+						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+						 errmsg("could not enqueue job: the job with this idempotency key was deleted concurrently"),
+						 errhint("Retry the transaction.")));
+			job_id = DatumGetInt64(jq_result(0, 1));
+		}
+	}
+	jq_spi_finish();
+	return job_id;
+}
+
+/*
+ * Resolve the dependents of jobs that finished in this transaction: those
+ * of succeeded[] are released (or counted closer to release), those of
+ * failed[] (dead or cancelled) cancelled, transitively.  Called by
+ * jq_note_outcome while connected to SPI; SPI_tuptable and SPI_processed
+ * are the caller's again on return.  Wake-ups go to *woken as in
+ * jq_note_outcome.
+ */
+void
+jq_dependencies_resolve(const int64 *succeeded, int nsucceeded,
+						const int64 *failed, int nfailed,
+						List **woken, MemoryContext woken_cxt)
+{
+	SPITupleTable *saved_tuptable = SPI_tuptable;
+	uint64		saved_processed = SPI_processed;
+	TimestampTz now = GetCurrentTimestamp();
+	Datum		values[3];
+
+	if (nsucceeded > 0)
+	{
+		values[0] = PointerGetDatum(jq_int64_array(succeeded, nsucceeded));
+		values[1] = TimestampTzGetDatum(now);
+		values[2] = Int32GetDatum(JQ_RELEASE_BATCH);
+		for (;;)
+		{
+			jq_execute(JQ_PLAN_DEPENDENTS_RELEASE, values, NULL,
+					   SPI_OK_UPDATE_RETURNING);
+			if (SPI_processed == 0)
+				break;
+			(void) jq_note_outcome(JQ_TR_DEPENDENCIES_MET, 0, woken, woken_cxt,
+								   NULL);
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+
+	if (nfailed > 0)
+	{
+		int64	   *level = palloc(sizeof(int64) * nfailed);
+		int			nlevel = nfailed;
+
+		memcpy(level, failed, sizeof(int64) * nfailed);
+		values[1] = TimestampTzGetDatum(now);
+		values[2] = Int32GetDatum(jq_error_history);
+		while (nlevel > 0)
+		{
+			int64	   *next;
+			int			nnext = 0;
+			uint64		i;
+
+			values[0] = PointerGetDatum(jq_int64_array(level, nlevel));
+			jq_execute(JQ_PLAN_DEPENDENTS_CANCEL, values, NULL,
+					   SPI_OK_UPDATE_RETURNING);
+			next = palloc(sizeof(int64) * Max(SPI_processed, 1));
+			for (i = 0; i < SPI_processed; i++)
+			{
+				if (jq_result_bool(i, JQ_OUTCOME_DEPENDENTS))
+					next[nnext++] = DatumGetInt64(jq_result(i, JQ_OUTCOME_ID));
+			}
+			(void) jq_note_outcome(JQ_TR_DEPENDENCY_FAILED, 0, woken, woken_cxt,
+								   NULL);
+			level = next;
+			nlevel = nnext;
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+
+	SPI_tuptable = saved_tuptable;
+	SPI_processed = saved_processed;
+}
+
+/*
+ * Before jq_retry replays job_id: raise an error (55000) if one of its
+ * dependencies that have not succeeded is dead, cancelled or gone, and
+ * lock the others so that none of them finishes before the replay
+ * commits.  A replayed job with dependencies left waits for them again.
+ * Must be called while connected to SPI.
+ */
+void
+jq_retry_check_dependencies(int64 job_id)
+{
+	Datum		values[1];
+
+	values[0] = Int64GetDatum(job_id);
+	jq_execute(JQ_PLAN_RETRY_DEPENDENCIES, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed > 0)
+	{
+		int64		dep = DatumGetInt64(jq_result(0, 1));
+		char	   *status = jq_result_name(0, 2);
+
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot replay job %lld: it depends on job %lld, which is %s",
+						(long long) job_id, (long long) dep,
+						status != NULL ? status : "deleted"),
+				 errhint("Replay job %lld first, or enqueue a new job.",
+						 (long long) dep)));
+	}
+}

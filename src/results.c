@@ -1,0 +1,133 @@
+/*-------------------------------------------------------------------------
+ *
+ * results.c
+ *	  Results and progress of jobs, and reading one job: jq_progress,
+ *	  jq_job, and the size check of results (jobqueue.max_result_size).
+ *
+ * A result is stored by jq_complete / jq_complete_many (lifecycle.c) in
+ * the same statement that completes the job, so it exists exactly when
+ * the completion does: a fenced completion stores nothing.  Progress is
+ * written by the current lease holder only, under the fencing rule of
+ * jq_heartbeat; it does not extend the lease (jq_heartbeat does that).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "jobqueue.h"
+
+#include "access/detoast.h"
+#include "access/htup_details.h"
+#include "utils/guc.h"
+#include "utils/timestamp.h"
+
+PG_FUNCTION_INFO_V1(jq_progress);
+PG_FUNCTION_INFO_V1(jq_job);
+
+int			jq_max_result_size = 1024 * 1024;
+
+/* Define jobqueue.max_result_size.  Called from _PG_init. */
+void
+jq_results_guc_init(void)
+{
+	DefineCustomIntVariable("jobqueue.max_result_size",
+							"Largest accepted job result, progress or error detail.",
+							"Measured on the jsonb value, before compression.",
+							&jq_max_result_size,
+							1024 * 1024, 1, 1024 * 1024 * 1024,
+							PGC_SUSET, GUC_UNIT_BYTE,
+							NULL, NULL, NULL);
+}
+
+/*
+ * Raise an error (54000) if the jsonb value, a result, progress or error
+ * detail (what names it), is larger than jobqueue.max_result_size.
+ */
+void
+jq_check_result(Datum value, const char *what)
+{
+	struct varlena *v = (struct varlena *) DatumGetPointer(value);
+	Size		size;
+
+	if (VARATT_IS_EXTERNAL(v) || VARATT_IS_COMPRESSED(v))
+		size = toast_raw_datum_size(value) - VARHDRSZ;
+	else
+		size = VARSIZE_ANY_EXHDR(v);
+
+	if (size > (Size) jq_max_result_size)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("job %s is too large", what),
+				 errdetail("The %s has %zu bytes; jobqueue.max_result_size is %d bytes.",
+						   what, size, jq_max_result_size),
+				 errhint("Store large data in a table of its own and put its key in the %s.",
+						 what)));
+}
+
+/*
+ * jq_progress(id, token, progress) returns boolean
+ *
+ * Replaces the progress of a job the caller holds.  True when the caller
+ * held the current, unexpired lease; false (and nothing changed)
+ * otherwise.  The lease is not extended.
+ */
+Datum
+jq_progress(PG_FUNCTION_ARGS)
+{
+	Datum		values[4];
+	bool		done;
+
+	values[0] = Int64GetDatum(jq_arg_int8(fcinfo, 0, "job id"));
+	values[1] = Int64GetDatum(jq_arg_int8(fcinfo, 1, "token"));
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("progress must not be null")));
+	values[2] = PG_GETARG_DATUM(2);
+	jq_check_result(values[2], "progress");
+	values[3] = TimestampTzGetDatum(GetCurrentTimestamp());
+
+	jq_spi_connect();
+	jq_execute(JQ_PLAN_PROGRESS, values, NULL, SPI_OK_UPDATE_RETURNING);
+	done = (jq_note_outcome(JQ_TR_PROGRESS, 0, NULL, NULL, NULL) == 1);
+	jq_spi_finish();
+
+	PG_RETURN_BOOL(done);
+}
+
+/*
+ * jq_job(id) returns table(id, queue_name, status, attempt, max_attempts,
+ *		priority, result, progress, last_error_code, errors, created_at,
+ *		available_at, started_at, finished_at, waiting_for)
+ *
+ * One row, or none for an unknown id.  waiting_for: the dependencies that
+ * have not succeeded (NULL when there are none): what a waiting job waits
+ * for, or what a job cancelled because of a dependency still lacks.
+ */
+Datum
+jq_job(PG_FUNCTION_ARGS)
+{
+	Datum		values[1];
+	TupleDesc	tupdesc;
+	Tuplestorestate *tupstore;
+
+	values[0] = Int64GetDatum(jq_arg_int8(fcinfo, 0, "job id"));
+	tupstore = jq_srf_init(fcinfo, &tupdesc);
+
+	jq_spi_connect();
+	jq_execute(JQ_PLAN_JOB, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 1)
+	{
+		Datum	   *row = palloc(sizeof(Datum) * tupdesc->natts);
+		bool	   *rownulls = palloc(sizeof(bool) * tupdesc->natts);
+
+		if (SPI_tuptable->tupdesc->natts != tupdesc->natts)
+			elog(ERROR, "jobqueue statement \"%s\" returns %d columns, jq_job %d",
+				 jq_plan_name(JQ_PLAN_JOB), SPI_tuptable->tupdesc->natts,
+				 tupdesc->natts);
+		heap_deform_tuple(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+						  row, rownulls);
+		tuplestore_putvalues(tupstore, tupdesc, row, rownulls);
+	}
+	jq_spi_finish();
+
+	return (Datum) 0;
+}

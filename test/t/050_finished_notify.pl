@@ -1,0 +1,103 @@
+# Finished-job notifications (notify_finished): a session that LISTENs on
+# jobqueue_finished gets one notification "<id> <status>" for each job of a
+# notify_finished queue that succeeds, dies or is cancelled (also when it is
+# cancelled because a dependency failed), after commit; none for a queue
+# without the setting, none for a rolled-back completion.  With the
+# background worker it sends them (the committing session does not); without
+# it, the committing session does.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use JobqueueTest;
+use Test::More;
+use Time::HiRes qw(usleep);
+
+foreach my $mode ('worker', 'no worker')
+{
+	my $name = $mode eq 'worker' ? 'finished_worker' : 'finished_plain';
+	my $node = jq_node($name, worker => ($mode eq 'worker' ? 'quick' : 'off'));
+	$node->safe_psql('postgres', q{
+SELECT jobqueue.jq_create_queue('watched', max_attempts => 1, notify_finished => true);
+SELECT jobqueue.jq_create_queue('unwatched', max_attempts => 1);
+});
+	wait_for_worker($node) if $mode eq 'worker';
+
+	my $listener = $node->background_psql('postgres');
+	$listener->query_safe('LISTEN jobqueue_finished');
+
+	my %got;					# payload => sender pid
+	my $collect = sub {
+		my $out = $listener->query_safe('SELECT 1');
+		while ($out =~ /Asynchronous notification "jobqueue_finished" with payload "([^"]*)" received from server process with PID (\d+)/g)
+		{
+			$got{$1} = $2;
+		}
+	};
+
+	my $producer = $node->background_psql('postgres');
+	my $producer_pid = $producer->query_safe('SELECT pg_backend_pid()');
+	my ($ok, $dead, $cancelled, $dependent, $other) = split /\n/, $producer->query_safe(q{
+SELECT jobqueue.jq_enqueue('watched', '{"n": 1}');
+SELECT jobqueue.jq_enqueue('watched', '{"n": 2}');
+SELECT jobqueue.jq_enqueue('watched', '{"n": 3}', run_at => now() + interval '1 hour');
+SELECT jobqueue.jq_enqueue('watched', '{"n": 4}', depends_on => ARRAY[currval('jobqueue.jobs_id_seq') - 1]);
+SELECT jobqueue.jq_enqueue('unwatched', '{"n": 5}');
+});
+	# one claims two jobs: $ok succeeds, $dead fails for good (and with it
+	# $dependent is cancelled); a rolled-back completion first
+	$producer->query_safe(q{
+CREATE TEMP TABLE c AS SELECT id, token FROM jobqueue.jq_claim('watched', 2, 'w');
+BEGIN;
+SELECT jobqueue.jq_complete(id, token) FROM c WHERE id = (SELECT min(id) FROM c);
+ROLLBACK;
+SELECT jobqueue.jq_complete(id, token, '{"r": 1}') FROM c WHERE id = (SELECT min(id) FROM c);
+SELECT jobqueue.jq_fail(id, token, 'BROKEN', retryable => false) FROM c WHERE id = (SELECT max(id) FROM c);
+});
+	$producer->query_safe("SELECT jobqueue.jq_cancel($cancelled)");
+	$producer->query_safe(q{
+SELECT jobqueue.jq_complete(c.id, c.token) FROM jobqueue.jq_claim('unwatched', 1, 'w') c;
+});
+
+	my @want = ("$ok succeeded", "$dead dead", "$cancelled cancelled",
+		"$dependent cancelled");
+	foreach my $i (1 .. 600)
+	{
+		$collect->();
+		last if scalar(grep { exists $got{$_} } @want) == @want;
+		usleep(100_000);
+	}
+	foreach my $w (@want)
+	{
+		ok(exists $got{$w}, "$mode: a notification \"$w\"");
+	}
+	# nothing else arrives: a last job after everything, then its notification
+	$producer->query_safe(q{SELECT jobqueue.jq_enqueue('watched', '{"n": 6}')});
+	my ($last) = $producer->query_safe(q{
+SELECT c.id FROM jobqueue.jq_claim('watched', 1, 'w') c WHERE jobqueue.jq_complete(c.id, c.token)});
+	foreach my $i (1 .. 600)
+	{
+		$collect->();
+		last if exists $got{"$last succeeded"};
+		usleep(100_000);
+	}
+	ok(exists $got{"$last succeeded"}, "$mode: the last job's notification");
+	is(scalar(keys %got), scalar(@want) + 1,
+		"$mode: one notification per finished job of the watched queue, none for the other queue or the rolled-back completion")
+	  or diag(join(', ', sort keys %got));
+	my @senders = sort { $a <=> $b } keys %{ { map { $_ => 1 } values %got } };
+	if ($mode eq 'worker')
+	{
+		my $worker = $node->safe_psql('postgres', 'SELECT pid FROM jobqueue.jq_worker_status()');
+		is_deeply(\@senders, [$worker], 'worker: the background worker sent them');
+	}
+	else
+	{
+		is_deeply(\@senders, [$producer_pid], 'no worker: the committing session sent them');
+	}
+	$listener->quit;
+	$producer->quit;
+	$node->stop;
+}
+
+done_testing();
