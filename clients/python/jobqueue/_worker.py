@@ -235,6 +235,8 @@ class Worker:
                 self._stop_at = now + self.shutdown_timeout
                 self.log.info("stopping: no more claims; %d jobs running, %.1fs to finish",
                               len(self._held), self.shutdown_timeout)
+            if self._stop_at is not None and not self._held:
+                return      # nothing to finish or release
             try:
                 if self._conn is None or self._conn.closed:
                     self._conn = connect(self.dsn)

@@ -104,8 +104,7 @@ def test_stop_before_run_returns_at_once():
     # No server at all: run() only has to notice the stop; connection
     # errors are retried with backoff until then.
     w = jobqueue.Worker("host=/nonexistent dbname=x connect_timeout=1", "q", print,
-                        listen=False, reconnect_base=0.01, reconnect_max=0.05,
-                        shutdown_timeout=0.1)
+                        listen=False, reconnect_base=0.01, reconnect_max=0.05)
     t = threading.Thread(target=w.run)
     t.start()
     w.stop()
