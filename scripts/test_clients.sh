@@ -123,6 +123,27 @@ pytest_counts() {
 	echo "${p:-0} $((${fl:-0} + ${e:-0}))"
 }
 
+# The packages of the Node.js client (npm ci, once), and the Go package in
+# a GOPATH with the worker command built (once); the cross-language test
+# needs both too.
+node_setup() {
+	[ -d "$dir/clients/node/node_modules" ] && return 0
+	run_as "$dir/clients/node" npm ci --no-audit --no-fund --loglevel=error >"$cdir/npm.log" 2>&1 ||
+		{ cat "$cdir/npm.log"; echo "npm ci failed"; return 1; }
+}
+# GOPATH mode: Debian's golang-github-jackc-pgx-v4-dev installs pgx under
+# /usr/share/gocode/src, and the package is jobqueue in GOPATH
+# $cdir/gopath; no network, no go.mod.
+go_setup() {
+	[ -x "$cdir/bin/jqworker" ] && return 0
+	mkdir -p "$cdir/gopath/src" "$cdir/bin"
+	rm -rf "$cdir/gopath/src/jobqueue"
+	cp -r "$dir/clients/go" "$cdir/gopath/src/jobqueue"
+	chown -R "$JQ_PGUSER" "$cdir/gopath" "$cdir/bin"
+	run_as "$cdir/gopath/src/jobqueue" go build -o "$cdir/bin/jqworker" jobqueue/cmd/jqworker >"$cdir/gobuild.log" 2>&1 ||
+		{ cat "$cdir/gobuild.log"; echo "go build failed"; return 1; }
+}
+
 # --- Python --------------------------------------------------------------
 suite_python() {
 	log "Python client (pytest)"
@@ -141,7 +162,7 @@ suite_node() {
 	log "Node.js client (node:test)"
 	set +e
 	local p=0 f=0 st
-	if run_as "$dir/clients/node" npm ci --no-audit --no-fund --loglevel=error >"$cdir/npm.log" 2>&1; then
+	if node_setup; then
 		run_as "$dir/clients/node" node --test test/ 2>&1 | tee "$cdir/node.log"
 		st=${PIPESTATUS[0]}
 		p=$(sed -n 's/^# pass \([0-9]*\)$/\1/p' "$cdir/node.log" | tail -n 1)
@@ -149,8 +170,6 @@ suite_node() {
 		p=${p:-0} f=${f:-1}
 		[ "$st" -ne 0 ] && [ "$f" -eq 0 ] && f=1
 	else
-		cat "$cdir/npm.log"
-		echo "npm ci failed"
 		f=1
 	fi
 	set -e
@@ -158,25 +177,17 @@ suite_node() {
 }
 
 # --- Go ------------------------------------------------------------------
-# GOPATH mode: Debian's golang-github-jackc-pgx-v4-dev installs pgx under
-# /usr/share/gocode/src, and the package is jobqueue in GOPATH
-# $cdir/gopath; no network, no go.mod.
 suite_go() {
 	log "Go client (go test)"
-	mkdir -p "$cdir/gopath/src" "$cdir/bin"
-	cp -r "$dir/clients/go" "$cdir/gopath/src/jobqueue"
-	chown -R "$JQ_PGUSER" "$cdir/gopath" "$cdir/bin"
 	set +e
 	local p=0 f=0 st
-	if run_as "$cdir/gopath/src/jobqueue" go build -o "$cdir/bin/jqworker" jobqueue/cmd/jqworker >"$cdir/gobuild.log" 2>&1; then
+	if go_setup; then
 		run_as "$cdir/gopath/src/jobqueue" go test -v -count=1 -timeout 300s jobqueue 2>&1 | tee "$cdir/go.log"
 		st=${PIPESTATUS[0]}
 		p=$(grep -c -E '^--- PASS' "$cdir/go.log")
 		f=$(grep -c -E '^--- FAIL' "$cdir/go.log")
 		[ "$st" -ne 0 ] && [ "$f" -eq 0 ] && f=1
 	else
-		cat "$cdir/gobuild.log"
-		echo "go build failed"
 		f=1
 	fi
 	set -e
@@ -187,6 +198,7 @@ suite_go() {
 suite_crosslang() {
 	log "cross-language: Python enqueues, a Node and a Go worker process the jobs (pytest)"
 	local p f st
+	node_setup && go_setup || { count crosslang 0 1; return; }
 	set +e
 	run_as "$dir/clients/python" /usr/bin/python3 -m pytest -q -p no:cacheprovider "$dir/clients/crosslang" 2>&1 | tee "$cdir/crosslang.log"
 	st=${PIPESTATUS[0]}

@@ -424,7 +424,12 @@ func TestKilledWorkersJobsComeBack(t *testing.T) {
 	var mu sync.Mutex
 	attempts := map[int64]int{}
 	w, _ := NewWorker(dsn, WorkerOptions{Queue: q, Concurrency: 4, BatchSize: 10, PollInterval: 200 * time.Millisecond, Logger: quietLogger(),
-		Handler: func(ctx context.Context, j *Job) error { mu.Lock(); attempts[j.ID] = j.Attempt; mu.Unlock(); return nil }})
+		Handler: func(ctx context.Context, j *Job) error {
+			mu.Lock()
+			attempts[j.ID] = j.Attempt
+			mu.Unlock()
+			return nil
+		}})
 	stop := runWorker(t, w)
 	waitFor(t, "the reaped jobs to be done by the second worker", time.Minute, countsAre(t, db, q, map[string]int{"succeeded": 6}))
 	stop()
