@@ -73,6 +73,7 @@ type WorkerOptions struct {
 	PollInterval      time.Duration // claim at least this often when idle (default 5 s)
 	HeartbeatFraction float64       // heartbeat each time this fraction of the lease passed (default 1/3)
 	ShutdownTimeout   time.Duration // running handlers get this long after the stop (default 30 s)
+	FlushInterval     time.Duration // results are sent at most this long after the first is ready (default 50 ms)
 	Owner             string        // lease_owner (default host:pid:queue)
 	ReconnectBase     time.Duration // first reconnect delay (default 100 ms), doubling ...
 	ReconnectMax      time.Duration // ... up to this (default 10 s)
@@ -139,6 +140,9 @@ func NewWorker(dsn string, opts WorkerOptions) (*Worker, error) {
 	}
 	if opts.ShutdownTimeout == 0 {
 		opts.ShutdownTimeout = 30 * time.Second
+	}
+	if opts.FlushInterval == 0 {
+		opts.FlushInterval = 50 * time.Millisecond
 	}
 	if opts.ReconnectBase == 0 {
 		opts.ReconnectBase = 100 * time.Millisecond
@@ -284,6 +288,7 @@ type loop struct {
 	ready    []*held
 	running  int
 	pending  []result
+	firstRes time.Time // when the oldest pending result came
 	claimNow bool
 	nextPoll time.Time
 	stopAt   time.Time
@@ -337,15 +342,18 @@ func (w *Worker) mainLoop() error {
 		}
 		b.reset()
 		w.checkDeadlines(st, time.Now())
-		if len(st.pending) > 0 {
+		if w.flushDue(st, time.Now()) {
 			continue
 		}
-		if st.claimNow && st.stopAt.IsZero() && w.room(st) > 0 && len(st.ready) < w.opts.Concurrency {
+		if st.claimNow && st.stopAt.IsZero() && w.claimSize(st) > 0 {
 			continue
 		}
 		until := st.nextPoll
 		if !st.stopAt.IsZero() {
 			until = st.stopAt
+		}
+		if len(st.pending) > 0 && st.firstRes.Add(w.opts.FlushInterval).Before(until) {
+			until = st.firstRes.Add(w.opts.FlushInterval)
 		}
 		for _, h := range st.held {
 			if h.nextHb.Before(until) {
@@ -376,8 +384,7 @@ func (w *Worker) wait(st *loop, d time.Duration, stopping bool) bool {
 	}
 	select {
 	case r := <-w.results:
-		st.running--
-		st.pending = append(st.pending, r)
+		st.addResult(r)
 	case <-w.notifyCh:
 		st.claimNow = true
 	case <-stopCh:
@@ -394,8 +401,39 @@ func (w *Worker) closeConn(st *loop) {
 	}
 }
 
-func (w *Worker) room(st *loop) int {
-	return w.opts.BatchSize + w.opts.Concurrency - len(st.held)
+func (st *loop) addResult(r result) {
+	st.running--
+	if len(st.pending) == 0 {
+		st.firstRes = time.Now()
+	}
+	st.pending = append(st.pending, r)
+}
+
+// flushDue: results are sent in batches, when BatchSize of them are
+// ready, every held job is finished, or the oldest waited FlushInterval.
+func (w *Worker) flushDue(st *loop, now time.Time) bool {
+	n := len(st.pending)
+	return n > 0 && (n >= w.opts.BatchSize || n >= len(st.held) || !st.stopAt.IsZero() ||
+		!now.Before(st.firstRes.Add(w.opts.FlushInterval)))
+}
+
+// claimSize: none while enough jobs wait for a handler; a whole batch once
+// there is room for one; less only when the handlers would run out.
+func (w *Worker) claimSize(st *loop) int {
+	if len(st.ready) >= w.opts.Concurrency {
+		return 0
+	}
+	room := w.opts.BatchSize + w.opts.Concurrency - len(st.held)
+	if room < w.opts.BatchSize && len(st.ready) > 0 {
+		return 0
+	}
+	if room > w.opts.BatchSize {
+		room = w.opts.BatchSize
+	}
+	if room < 0 {
+		return 0
+	}
+	return room
 }
 
 // step: one round of database work.  done: the shutdown is complete.
@@ -404,8 +442,7 @@ func (w *Worker) step(st *loop, now time.Time) (done bool, err error) {
 	for {
 		select {
 		case r := <-w.results:
-			st.running--
-			st.pending = append(st.pending, r)
+			st.addResult(r)
 			continue
 		default:
 		}
@@ -420,8 +457,10 @@ func (w *Worker) step(st *loop, now time.Time) (done bool, err error) {
 			return false, err
 		}
 	}
-	if err := w.flush(st); err != nil {
-		return false, err
+	if w.flushDue(st, now) {
+		if err := w.flush(st); err != nil {
+			return false, err
+		}
 	}
 	if err := w.heartbeats(st, now); err != nil {
 		return false, err
@@ -477,13 +516,10 @@ func (w *Worker) runHandler(h *held) {
 }
 
 func (w *Worker) claim(st *loop, now time.Time) error {
-	if len(st.ready) >= w.opts.Concurrency || (!st.claimNow && now.Before(st.nextPoll)) {
+	if !st.claimNow && now.Before(st.nextPoll) {
 		return nil
 	}
-	n := w.room(st)
-	if n > w.opts.BatchSize {
-		n = w.opts.BatchSize
-	}
+	n := w.claimSize(st)
 	if n <= 0 {
 		return nil
 	}

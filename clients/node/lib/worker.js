@@ -54,6 +54,7 @@ class Worker {
     pollInterval = 5000,
     heartbeatFraction = 1 / 3,
     shutdownTimeout = 30000,
+    flushInterval = 50,
     owner,
     reconnectBase = 100,
     reconnectMax = 10000,
@@ -74,6 +75,7 @@ class Worker {
     this.pollInterval = pollInterval;
     this.heartbeatFraction = heartbeatFraction;
     this.shutdownTimeout = shutdownTimeout;
+    this.flushInterval = flushInterval;
     this.owner = owner || `${os.hostname()}:${process.pid}:${queue}`;
     this.handleSignals = handleSignals;
     this.log = logger;
@@ -85,6 +87,7 @@ class Worker {
     this._ready = []; // claimed, not started
     this._running = 0;
     this._results = []; // { st, err } from finished handlers
+    this._firstResult = 0; // when the oldest of them came
     this._claimNow = true;
     this._nextPoll = 0;
     this._stopping = false;
@@ -233,8 +236,13 @@ class Worker {
         )
         .then((r) => {
           this._running--;
+          if (!this._results.length) this._firstResult = performance.now();
           this._results.push(r);
-          this._wake();
+          // Wake the loop for the first result (it then sets its flush
+          // timer) and when a batch is complete, not for each one.
+          const n = this._results.length;
+          if (n === 1 || n >= this.batchSize || n >= this._held.size || this._stopping) this._wake();
+          this._pump(); // the next claimed job, without waiting for the loop
         });
     }
   }
@@ -255,7 +263,7 @@ class Worker {
           this._conn = await this._connect(this.connectionString);
           backoff.reset();
         }
-        await this._flushResults();
+        if (this._flushDue(now)) await this._flushResults();
         await this._heartbeats(now);
         if (this._stopAt !== null) {
           await this._releaseUnstarted();
@@ -284,22 +292,33 @@ class Worker {
         continue;
       }
       this._checkDeadlines(performance.now());
-      if (this._results.length) continue;
-      if (this._claimNow && this._stopAt === null && this._room() > 0 && this._ready.length < this.concurrency) continue;
+      if (this._flushDue(performance.now())) continue;
+      if (this._claimNow && this._stopAt === null && this._claimSize() > 0) continue;
       let until = this._stopAt === null ? this._nextPoll : this._stopAt;
+      if (this._results.length) until = Math.min(until, this._firstResult + this.flushInterval);
       for (const st of this._held.values()) until = Math.min(until, st.nextHb, st.deadline);
       await this._waitWake(Math.min(until - performance.now(), this.pollInterval));
     }
   }
 
-  _room() {
-    return this.batchSize + this.concurrency - this._held.size;
+  /** Results are sent in batches: when batchSize of them are ready, every held job is finished, or the oldest waited flushInterval. */
+  _flushDue(now) {
+    const n = this._results.length;
+    return n > 0 && (n >= this.batchSize || n >= this._held.size || this._stopAt !== null || now >= this._firstResult + this.flushInterval);
+  }
+
+  /** Jobs to claim now: none while enough wait for a handler; a whole batch once there is room; less only when the handlers would run out. */
+  _claimSize() {
+    const ready = this._ready.length;
+    if (ready >= this.concurrency) return 0;
+    const room = this.batchSize + this.concurrency - this._held.size;
+    if (room < this.batchSize && ready > 0) return 0;
+    return Math.max(0, Math.min(this.batchSize, room));
   }
 
   async _maybeClaim(now) {
-    if (this._ready.length >= this.concurrency) return;
     if (!this._claimNow && now < this._nextPoll) return;
-    const n = Math.min(this.batchSize, this._room());
+    const n = this._claimSize();
     if (n <= 0) return;
     this._claimNow = false;
     const res = await this._conn.query(SQL.claim, [this.queue, n, this.owner]);

@@ -96,12 +96,15 @@ class Worker:
       its lease has passed (default 1/3).
     shutdown_timeout: seconds running handlers get to finish after stop();
       then they are cancelled and their jobs released.
+    flush_interval: results are sent at the latest this many seconds after
+      the first of them is ready (sooner when batch_size of them are ready
+      or every held job is finished), so completions go in batches.
     """
 
     def __init__(self, dsn, queue, handler, *, concurrency=4, batch_size=10,
                  listen_dsn=None, listen=True, poll_interval=5.0, heartbeat_fraction=1 / 3,
                  shutdown_timeout=30.0, owner=None, reconnect_base=0.1, reconnect_max=10.0,
-                 handle_signals=True, logger=None):
+                 flush_interval=0.05, handle_signals=True, logger=None):
         if concurrency < 1 or batch_size < 1:
             raise ValueError("concurrency and batch_size must be at least 1")
         if not 0 < heartbeat_fraction < 1:
@@ -116,6 +119,7 @@ class Worker:
         self.poll_interval = poll_interval
         self.heartbeat_fraction = heartbeat_fraction
         self.shutdown_timeout = shutdown_timeout
+        self.flush_interval = flush_interval
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{queue}"
         self.handle_signals = handle_signals
         self.log = logger or log
@@ -127,6 +131,7 @@ class Worker:
         self._stop_at = None
         self._lock = threading.Lock()
         self._results = []            # (job, exc or None), from the handler threads
+        self._first_result = 0.0      # when the oldest of them came
         self._ready = queue_mod.Queue()   # claimed, not started
         self._held = {}               # id -> Job: claimed and not yet reported
         self._conn = None
@@ -187,8 +192,14 @@ class Worker:
             except BaseException as e:  # noqa: B902 -- every failure is reported
                 exc = e
             with self._lock:
+                if not self._results:
+                    self._first_result = time.monotonic()
                 self._results.append((job, exc))
-            self._wake.set()
+                n = len(self._results)
+            # Wake the main loop for the first result (it then sets its
+            # flush timer) and when a batch is complete, not for each one.
+            if n == 1 or n >= self.batch_size or n >= len(self._held) or self._stop.is_set():
+                self._wake.set()
 
     # -- listener --------------------------------------------------------
 
@@ -241,7 +252,8 @@ class Worker:
                 if self._conn is None or self._conn.closed:
                     self._conn = connect(self.dsn)
                     backoff.reset()
-                self._flush_results()
+                if self._flush_due(now):
+                    self._flush_results()
                 self._heartbeats(now)
                 if self._stop_at is not None:
                     self._release_unstarted()
@@ -272,29 +284,45 @@ class Worker:
             self._check_deadlines(time.monotonic())
             self._wait(now)
 
+    def _flush_due(self, now):
+        with self._lock:
+            n = len(self._results)
+            first = self._first_result
+        return n > 0 and (n >= self.batch_size or n >= len(self._held) or
+                          self._stop_at is not None or now >= first + self.flush_interval)
+
     def _wait(self, now):
         with self._lock:
-            if self._results:
-                return
             self._wake.clear()
-        if self._claim_now and self._stop_at is None and self._room() > 0 \
-                and self._ready.qsize() < self.concurrency:
+            results = len(self._results)
+        if self._flush_due(time.monotonic()):
+            return
+        if self._claim_now and self._stop_at is None and self._claim_size() > 0:
             return
         until = self._next_poll if self._stop_at is None else self._stop_at
+        if results:
+            until = min(until, self._first_result + self.flush_interval)
         for job in self._held.values():
             until = min(until, job._next_hb, job._deadline)
         timeout = max(0.0, until - time.monotonic())
         self._wake.wait(min(timeout, self.poll_interval))
 
-    def _room(self):
-        return self.batch_size + self.concurrency - len(self._held)
+    def _claim_size(self):
+        """How many jobs to claim now: none while enough wait for a handler;
+        a whole batch once there is room for one; less only when the
+        handlers would otherwise run out of work."""
+        ready = self._ready.qsize()
+        if ready >= self.concurrency:
+            return 0
+        room = self.batch_size + self.concurrency - len(self._held)
+        if room < self.batch_size and ready > 0:
+            return 0
+        return max(0, min(self.batch_size, room))
 
     def _maybe_claim(self, now):
-        if self._ready.qsize() >= self.concurrency:
-            return          # enough work waiting for the handlers
         if not self._claim_now and now < self._next_poll:
             return
-        n = min(self.batch_size, self._room())
+        n = self._claim_size()
         if n <= 0:
             return
         self._claim_now = False
