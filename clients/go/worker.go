@@ -303,6 +303,13 @@ func (w *Worker) mainLoop() error {
 	b := w.newBackoff()
 	stopping := false
 	for {
+		if !stopping {
+			select {
+			case <-w.stopCh: // also when stopped before the first claim
+				stopping = true
+			default:
+			}
+		}
 		now := time.Now()
 		if stopping && st.stopAt.IsZero() {
 			st.stopAt = now.Add(w.opts.ShutdownTimeout)
