@@ -41,10 +41,12 @@ fsync = off
 synchronous_commit = off
 CONF
 
+bouncer_runner=
 cleanup() {
 	if [ -s "$cdir/pgbouncer.pid" ]; then
 		kill "$(cat "$cdir/pgbouncer.pid")" 2>/dev/null || true
 	fi
+	if [ -n "$bouncer_runner" ]; then wait "$bouncer_runner" 2>/dev/null || true; fi
 	jq_cluster_stop
 }
 trap cleanup EXIT
@@ -78,7 +80,9 @@ pidfile = $cdir/pgbouncer.pid
 INI
 echo '"postgres" ""' >"$cdir/userlist.txt"
 chown "$JQ_PGUSER" "$cdir"/pgbouncer.ini "$cdir"/userlist.txt 2>/dev/null || true
-as_pguser pgbouncer -d "$cdir/pgbouncer.ini"
+# In the foreground of a background job (not -d), so that it is reaped here.
+as_pguser pgbouncer "$cdir/pgbouncer.ini" >/dev/null 2>&1 &
+bouncer_runner=$!
 for ((i = 0; i < 120; i++)); do
 	as_pguser psql -X -At -h 127.0.0.1 -p "$bport" -d jqclients -c 'SELECT 1' >/dev/null 2>&1 && break
 	sleep 0.25
