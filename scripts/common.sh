@@ -13,11 +13,18 @@ log() { printf '\n==> %s\n' "$*"; }
 
 # Install the Debian packages jobqueue needs, when they are missing.
 jq_install_packages() {
+	# The second line: the client libraries' tests (scripts/test_clients.sh).
 	local pkgs=(build-essential postgresql-15 postgresql-server-dev-15
-		postgresql-15-pgtap postgresql-contrib libipc-run-perl "$@")
+		postgresql-15-pgtap postgresql-contrib libipc-run-perl
+		python3-psycopg python3-pytest golang-go golang-github-jackc-pgx-v4-dev
+		nodejs npm pgbouncer "$@")
 	local missing=()
 	for p in "${pkgs[@]}"; do
-		dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+		dpkg -s "$p" >/dev/null 2>&1 && continue
+		# A Node.js installed from another source brings its own npm,
+		# and Debian's npm package would conflict with it.
+		[ "$p" = npm ] && command -v npm >/dev/null 2>&1 && continue
+		missing+=("$p")
 	done
 	if ((${#missing[@]})); then
 		if [ "$(id -u)" -ne 0 ]; then
@@ -52,7 +59,7 @@ jq_workdir() {
 	dir=$(mktemp -d "${TMPDIR:-/tmp}/jobqueue-$1.XXXXXX")
 	tar -C "$JQ_ROOT" --exclude=.git --exclude='*.o' --exclude='*.so' \
 		--exclude=tmp_check --exclude='tmp_check_*' --exclude=results \
-		--exclude=demo/work --exclude=bench/work -cf - . | tar -C "$dir" -xf -
+		--exclude=demo/work --exclude=bench/work --exclude=node_modules -cf - . | tar -C "$dir" -xf -
 	if [ "$(id -u)" -eq 0 ]; then
 		chown -R "$JQ_PGUSER" "$dir"
 		chmod 755 "$dir"

@@ -4,7 +4,9 @@
 # extension, then, as an unprivileged user, runs make installcheck, which
 # starts its own throwaway servers for
 #   pg_regress (sql/, expected/), pgTAP (test/pgtap/),
-#   isolation specs (test/isolation/) and TAP tests (test/t/).
+#   isolation specs (test/isolation/) and TAP tests (test/t/),
+# then the client libraries' tests (scripts/test_clients.sh: Python,
+# Node.js, Go, through PgBouncer too, on a throwaway cluster of their own).
 # Usage: sudo bash scripts/test.sh        (exits non-zero on any failure)
 source "$(dirname "$0")/common.sh"
 
@@ -30,6 +32,17 @@ if [ "$status" -ne 0 ]; then
 	done
 fi
 
+log "running the client tests"
+set +e
+bash "$JQ_ROOT/scripts/test_clients.sh" "$dir" 2>&1 | tee "$dir/clients.log"
+cstatus=${PIPESTATUS[0]}
+set -e
+read -r cpassed cfailed < <(sed -n 's/^jobqueue client tests: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$dir/clients.log" | tail -n 1)
+cpassed=${cpassed:-0}
+cfailed=${cfailed:-0}
+# A client suite that could not even report counts as one failure.
+[ "$cstatus" -ne 0 ] && [ "$cfailed" -eq 0 ] && cfailed=1
+
 # One closing line summing the harnesses: pg_regress ("All N tests
 # passed." / "M of N tests failed.") and prove ("Tests=N", "Failed M/N").
 read -r passed failed < <(awk '
@@ -38,6 +51,8 @@ read -r passed failed < <(awk '
 	/^Files=[0-9]+, Tests=[0-9]+/ { split($2, a, "="); sub(",", "", a[2]); p += a[2] }
 	/Failed [0-9]+\/[0-9]+ subtests/ { split($2, b, "/"); f += b[1]; p -= b[1] }
 	END { print p + 0, f + 0 }' "$dir/installcheck.log")
+passed=$((passed + cpassed))
+failed=$((failed + cfailed))
 echo
 echo "jobqueue tests: $passed passed, $failed failed"
-[ "$status" -eq 0 ] && [ "$failed" -eq 0 ]
+[ "$status" -eq 0 ] && [ "$failed" -eq 0 ] && [ "$cstatus" -eq 0 ]

@@ -1,0 +1,720 @@
+package jobqueue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log"
+	"math/rand"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgconn"
+	"github.com/jackc/pgx/v4"
+)
+
+// Channel is the NOTIFY channel of jobqueue; the payload is the queue name.
+const Channel = "jobqueue"
+
+const (
+	sqlClaim = "SELECT c.id, c.payload::text, c.attempt, c.token, c.lease_expires_at, " +
+		"pg_catalog.date_part('epoch', c.lease_expires_at - pg_catalog.now()) " +
+		"FROM jobqueue.jq_claim($1, $2::int, $3) AS c"
+	sqlCompleteMany = "SELECT id FROM jobqueue.jq_complete_many($1::bigint[], $2::bigint[]) AS id"
+	sqlFail         = "SELECT jobqueue.jq_fail($1::bigint, $2::bigint, $3, $4, retryable => $5::boolean, " +
+		"retry_in => $6::interval)::text"
+	sqlHeartbeat = "SELECT pg_catalog.date_part('epoch', h - pg_catalog.now()) " +
+		"FROM jobqueue.jq_heartbeat($1::bigint, $2::bigint) AS h"
+	sqlRelease = "SELECT jobqueue.jq_release($1::bigint, $2::bigint)"
+)
+
+// Job is a claimed job as the handler sees it.
+type Job struct {
+	ID             int64
+	Payload        json.RawMessage
+	Attempt        int
+	Token          int64
+	LeaseExpiresAt time.Time
+	Queue          string
+
+	mu     sync.Mutex
+	reason string
+}
+
+// CancelReason says why the handler's context was cancelled: "lease lost"
+// (the heartbeat was refused, or the lease ran out before one got through)
+// or "shutdown" (the shutdown deadline passed); "" while it was not.
+func (j *Job) CancelReason() string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.reason
+}
+
+// Handler runs one job.  nil completes it; an error fails it: retryable
+// unless wrapped with Permanent, after the queue's backoff unless wrapped
+// with RetryIn.  ctx is cancelled when the job's lease is lost or at the
+// shutdown deadline (see Job.CancelReason); it is not cancelled by the
+// graceful stop itself.
+type Handler func(ctx context.Context, job *Job) error
+
+// WorkerOptions configure a Worker; zero fields take the defaults.
+type WorkerOptions struct {
+	Queue             string
+	Handler           Handler
+	Concurrency       int           // handlers running at once (default 4)
+	BatchSize         int           // jobs per jq_claim (default 10)
+	ListenDSN         string        // a direct connection for LISTEN (default: the dsn)
+	NoListen          bool          // no LISTEN: polling only
+	PollInterval      time.Duration // claim at least this often when idle (default 5 s)
+	HeartbeatFraction float64       // heartbeat each time this fraction of the lease passed (default 1/3)
+	ShutdownTimeout   time.Duration // running handlers get this long after the stop (default 30 s)
+	FlushInterval     time.Duration // results are sent at most this long after the first is ready (default 50 ms)
+	Owner             string        // lease_owner (default host:pid:queue)
+	ReconnectBase     time.Duration // first reconnect delay (default 100 ms), doubling ...
+	ReconnectMax      time.Duration // ... up to this (default 10 s)
+	HandleSignals     bool          // SIGTERM and SIGINT stop Run gracefully
+	Logger            *log.Logger   // default: standard error, prefix "jobqueue: "
+}
+
+// Stats are the worker's counters.
+type Stats struct {
+	Claimed, Completed, Failed, Released, Fenced, Heartbeats, Lost int64
+}
+
+// Worker runs a handler for the jobs of one queue.
+type Worker struct {
+	dsn  string
+	opts WorkerOptions
+	log  *log.Logger
+
+	mu    sync.Mutex
+	stats Stats
+
+	stopOnce sync.Once
+	stopCh   chan struct{}
+	notifyCh chan struct{}
+	results  chan result
+}
+
+type held struct {
+	job      *Job
+	cancel   context.CancelFunc
+	ctx      context.Context
+	deadline time.Time
+	nextHb   time.Time
+	aborted  bool
+}
+
+type result struct {
+	h   *held
+	err error
+}
+
+// NewWorker checks the options; Run does the work.
+func NewWorker(dsn string, opts WorkerOptions) (*Worker, error) {
+	if opts.Queue == "" || opts.Handler == nil {
+		return nil, errors.New("jobqueue: Queue and Handler are required")
+	}
+	if opts.Concurrency == 0 {
+		opts.Concurrency = 4
+	}
+	if opts.BatchSize == 0 {
+		opts.BatchSize = 10
+	}
+	if opts.Concurrency < 1 || opts.BatchSize < 1 {
+		return nil, errors.New("jobqueue: Concurrency and BatchSize must be at least 1")
+	}
+	if opts.HeartbeatFraction == 0 {
+		opts.HeartbeatFraction = 1.0 / 3
+	}
+	if opts.HeartbeatFraction <= 0 || opts.HeartbeatFraction >= 1 {
+		return nil, errors.New("jobqueue: HeartbeatFraction must be between 0 and 1")
+	}
+	if opts.PollInterval == 0 {
+		opts.PollInterval = 5 * time.Second
+	}
+	if opts.ShutdownTimeout == 0 {
+		opts.ShutdownTimeout = 30 * time.Second
+	}
+	if opts.FlushInterval == 0 {
+		opts.FlushInterval = 50 * time.Millisecond
+	}
+	if opts.ReconnectBase == 0 {
+		opts.ReconnectBase = 100 * time.Millisecond
+	}
+	if opts.ReconnectMax == 0 {
+		opts.ReconnectMax = 10 * time.Second
+	}
+	if opts.ListenDSN == "" {
+		opts.ListenDSN = dsn
+	}
+	if opts.Owner == "" {
+		host, _ := os.Hostname()
+		opts.Owner = fmt.Sprintf("%s:%d:%s", host, os.Getpid(), opts.Queue)
+	}
+	l := opts.Logger
+	if l == nil {
+		l = log.New(os.Stderr, "jobqueue: ", log.LstdFlags)
+	}
+	return &Worker{dsn: dsn, opts: opts, log: l, stopCh: make(chan struct{}),
+		notifyCh: make(chan struct{}, 1),
+		results:  make(chan result, opts.Concurrency+opts.BatchSize)}, nil
+}
+
+// Owner is the lease owner the worker claims as.
+func (w *Worker) Owner() string { return w.opts.Owner }
+
+// Stats returns a copy of the counters.
+func (w *Worker) Stats() Stats {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stats
+}
+
+func (w *Worker) count(f func(*Stats)) {
+	w.mu.Lock()
+	f(&w.stats)
+	w.mu.Unlock()
+}
+
+// Stop asks Run to shut down gracefully (like cancelling its context).
+func (w *Worker) Stop() { w.stopOnce.Do(func() { close(w.stopCh) }) }
+
+func (w *Worker) newBackoff() *backoff {
+	return &backoff{base: w.opts.ReconnectBase, max: w.opts.ReconnectMax, rand: rand.Float64}
+}
+
+func (w *Worker) connect(ctx context.Context, dsn string) (*pgx.Conn, error) {
+	cfg, err := ConnConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.ConnectConfig(ctx, cfg)
+}
+
+// isConnError: reconnect, as opposed to an SQL error.
+func isConnError(err error, conn *pgx.Conn) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "57P0")
+	}
+	return true
+}
+
+// Run works until ctx is cancelled or Stop is called, then shuts down:
+// no more claims; claimed jobs not started are released at once; running
+// handlers get ShutdownTimeout to finish, then their contexts are
+// cancelled and their jobs released.  It returns nil after a shutdown, or
+// the SQL error (not a connection problem, which is retried) that stopped
+// it.
+func (w *Worker) Run(ctx context.Context) error {
+	if w.opts.HandleSignals {
+		var stop context.CancelFunc
+		ctx, stop = signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+		defer stop()
+	}
+	go func() {
+		select {
+		case <-ctx.Done():
+			w.Stop()
+		case <-w.stopCh:
+		}
+	}()
+	listenCtx, stopListen := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	if !w.opts.NoListen {
+		wg.Add(1)
+		go func() { defer wg.Done(); w.listenLoop(listenCtx) }()
+	}
+	w.log.Printf("worker %s: queue %s, concurrency %d, batch %d", w.opts.Owner, w.opts.Queue,
+		w.opts.Concurrency, w.opts.BatchSize)
+	err := w.mainLoop()
+	stopListen()
+	wg.Wait()
+	w.log.Printf("worker %s stopped: %+v", w.opts.Owner, w.Stats())
+	return err
+}
+
+func (w *Worker) listenLoop(ctx context.Context) {
+	b := w.newBackoff()
+	for ctx.Err() == nil {
+		conn, err := w.connect(ctx, w.opts.ListenDSN)
+		if err == nil {
+			_, err = conn.Exec(ctx, "LISTEN "+Channel)
+			if err == nil {
+				b.reset()
+				w.notified() // anything sent while nobody listened
+				for {
+					var n *pgconn.Notification
+					n, err = conn.WaitForNotification(ctx)
+					if err != nil {
+						break
+					}
+					if n.Channel == Channel && n.Payload == w.opts.Queue {
+						w.notified()
+					}
+				}
+			}
+			conn.Close(context.Background())
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		d := b.next()
+		w.log.Printf("listener connection lost (%v); reconnecting in %v", err, d.Round(time.Millisecond))
+		select {
+		case <-ctx.Done():
+		case <-time.After(d):
+		}
+	}
+}
+
+func (w *Worker) notified() {
+	select {
+	case w.notifyCh <- struct{}{}:
+	default:
+	}
+}
+
+// loop is the state of mainLoop, used only by its goroutine.
+type loop struct {
+	conn     *pgx.Conn
+	held     map[int64]*held
+	ready    []*held
+	running  int
+	pending  []result
+	firstRes time.Time // when the oldest pending result came
+	claimNow bool
+	nextPoll time.Time
+	stopAt   time.Time
+}
+
+func dbCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 30*time.Second)
+}
+
+func (w *Worker) mainLoop() error {
+	st := &loop{held: map[int64]*held{}, claimNow: true}
+	b := w.newBackoff()
+	stopping := false
+	for {
+		if !stopping {
+			select {
+			case <-w.stopCh: // also when stopped before the first claim
+				stopping = true
+			default:
+			}
+		}
+		now := time.Now()
+		if stopping && st.stopAt.IsZero() {
+			st.stopAt = now.Add(w.opts.ShutdownTimeout)
+			w.log.Printf("stopping: no more claims; %d jobs held, %v to finish", len(st.held), w.opts.ShutdownTimeout)
+		}
+		if !st.stopAt.IsZero() && len(st.held) == 0 {
+			w.closeConn(st)
+			return nil
+		}
+		done, err := w.step(st, now)
+		if done {
+			w.closeConn(st)
+			return nil
+		}
+		if err != nil {
+			if !isConnError(err, st.conn) {
+				w.log.Printf("worker stopped by an error: %v", err)
+				w.abandon(st, "shutdown")
+				w.closeConn(st)
+				return err
+			}
+			w.closeConn(st)
+			d := b.next()
+			w.log.Printf("connection lost (%v); %d jobs held; reconnecting in %v", err, len(st.held), d.Round(time.Millisecond))
+			w.checkDeadlines(st, time.Now())
+			if !st.stopAt.IsZero() {
+				if time.Now().After(st.stopAt) {
+					w.abandon(st, "shutdown") // the leases run out; the reaper gives the jobs back
+					return nil
+				}
+				if left := time.Until(st.stopAt); left < d {
+					d = left
+				}
+			}
+			stopping = w.wait(st, d, stopping)
+			continue
+		}
+		b.reset()
+		w.checkDeadlines(st, time.Now())
+		if w.flushDue(st, time.Now()) {
+			continue
+		}
+		if st.claimNow && st.stopAt.IsZero() && w.claimSize(st) > 0 {
+			continue
+		}
+		until := st.nextPoll
+		if !st.stopAt.IsZero() {
+			until = st.stopAt
+		}
+		if len(st.pending) > 0 && st.firstRes.Add(w.opts.FlushInterval).Before(until) {
+			until = st.firstRes.Add(w.opts.FlushInterval)
+		}
+		for _, h := range st.held {
+			if h.nextHb.Before(until) {
+				until = h.nextHb
+			}
+			if h.deadline.Before(until) {
+				until = h.deadline
+			}
+		}
+		d := time.Until(until)
+		if d > w.opts.PollInterval {
+			d = w.opts.PollInterval
+		}
+		stopping = w.wait(st, d, stopping)
+	}
+}
+
+// wait for a result, a notification, the stop, or d.
+func (w *Worker) wait(st *loop, d time.Duration, stopping bool) bool {
+	if d < 0 {
+		d = 0
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	stopCh := w.stopCh
+	if stopping {
+		stopCh = nil
+	}
+	select {
+	case r := <-w.results:
+		st.addResult(r)
+	case <-w.notifyCh:
+		st.claimNow = true
+	case <-stopCh:
+		return true
+	case <-t.C:
+	}
+	return stopping
+}
+
+func (w *Worker) closeConn(st *loop) {
+	if st.conn != nil {
+		st.conn.Close(context.Background())
+		st.conn = nil
+	}
+}
+
+func (st *loop) addResult(r result) {
+	st.running--
+	if len(st.pending) == 0 {
+		st.firstRes = time.Now()
+	}
+	st.pending = append(st.pending, r)
+}
+
+// flushDue: results are sent in batches, when BatchSize of them are
+// ready, every held job is finished, or the oldest waited FlushInterval.
+func (w *Worker) flushDue(st *loop, now time.Time) bool {
+	n := len(st.pending)
+	return n > 0 && (n >= w.opts.BatchSize || n >= len(st.held) || !st.stopAt.IsZero() ||
+		!now.Before(st.firstRes.Add(w.opts.FlushInterval)))
+}
+
+// claimSize: none while enough jobs wait for a handler; a whole batch once
+// there is room for one; less only when the handlers would run out.
+func (w *Worker) claimSize(st *loop) int {
+	if len(st.ready) >= w.opts.Concurrency {
+		return 0
+	}
+	room := w.opts.BatchSize + w.opts.Concurrency - len(st.held)
+	if room < w.opts.BatchSize && len(st.ready) > 0 {
+		return 0
+	}
+	if room > w.opts.BatchSize {
+		room = w.opts.BatchSize
+	}
+	if room < 0 {
+		return 0
+	}
+	return room
+}
+
+// step: one round of database work.  done: the shutdown is complete.
+func (w *Worker) step(st *loop, now time.Time) (done bool, err error) {
+	// Collect finished handlers without waiting.
+	for {
+		select {
+		case r := <-w.results:
+			st.addResult(r)
+			continue
+		default:
+		}
+		break
+	}
+	if st.conn == nil || st.conn.IsClosed() {
+		ctx, cancel := dbCtx()
+		st.conn, err = w.connect(ctx, w.dsn)
+		cancel()
+		if err != nil {
+			st.conn = nil
+			return false, err
+		}
+	}
+	if w.flushDue(st, now) {
+		if err := w.flush(st); err != nil {
+			return false, err
+		}
+	}
+	if err := w.heartbeats(st, now); err != nil {
+		return false, err
+	}
+	if !st.stopAt.IsZero() {
+		for len(st.ready) > 0 {
+			if err := w.release(st, st.ready[0]); err != nil {
+				return false, err
+			}
+			st.ready = st.ready[1:]
+		}
+		if len(st.held) == 0 {
+			return true, nil
+		}
+		if time.Now().After(st.stopAt) {
+			if err := w.flush(st); err != nil {
+				return false, err
+			}
+			for _, h := range st.held {
+				w.abort(h, "shutdown")
+				w.log.Printf("job %d did not finish within the shutdown timeout; releasing", h.job.ID)
+				if err := w.release(st, h); err != nil {
+					return false, err
+				}
+			}
+			return true, nil
+		}
+		return false, nil
+	}
+	if err := w.claim(st, now); err != nil {
+		return false, err
+	}
+	for st.running < w.opts.Concurrency && len(st.ready) > 0 {
+		h := st.ready[0]
+		st.ready = st.ready[1:]
+		st.running++
+		go w.runHandler(h)
+	}
+	return false, nil
+}
+
+func (w *Worker) runHandler(h *held) {
+	var err error
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("panic: %v", p)
+			}
+		}()
+		err = w.opts.Handler(h.ctx, h.job)
+	}()
+	w.results <- result{h, err}
+}
+
+func (w *Worker) claim(st *loop, now time.Time) error {
+	if !st.claimNow && now.Before(st.nextPoll) {
+		return nil
+	}
+	n := w.claimSize(st)
+	if n <= 0 {
+		return nil
+	}
+	st.claimNow = false
+	ctx, cancel := dbCtx()
+	defer cancel()
+	rows, err := st.conn.Query(ctx, sqlClaim, w.opts.Queue, n, w.opts.Owner)
+	if err != nil {
+		return err
+	}
+	var claimed []*held
+	for rows.Next() {
+		j := &Job{Queue: w.opts.Queue}
+		var payload string
+		var remaining float64
+		if err := rows.Scan(&j.ID, &payload, &j.Attempt, &j.Token, &j.LeaseExpiresAt, &remaining); err != nil {
+			rows.Close()
+			return err
+		}
+		j.Payload = json.RawMessage(payload)
+		lease := time.Duration(remaining * float64(time.Second))
+		if lease < time.Millisecond {
+			lease = time.Millisecond
+		}
+		hctx, hcancel := context.WithCancel(context.Background())
+		claimed = append(claimed, &held{job: j, ctx: hctx, cancel: hcancel, deadline: now.Add(lease),
+			nextHb: now.Add(time.Duration(float64(lease) * w.opts.HeartbeatFraction))})
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		// A claim that failed (also in its commit) claimed nothing.
+		return err
+	}
+	t := time.Now()
+	st.nextPoll = t.Add(w.opts.PollInterval)
+	for _, h := range claimed {
+		st.held[h.job.ID] = h
+		st.ready = append(st.ready, h)
+	}
+	w.count(func(s *Stats) { s.Claimed += int64(len(claimed)) })
+	if len(claimed) == n {
+		st.claimNow = true
+	}
+	return nil
+}
+
+func (w *Worker) flush(st *loop) error {
+	if len(st.pending) == 0 {
+		return nil
+	}
+	var ok, failed []result
+	for _, r := range st.pending {
+		if r.err == nil {
+			ok = append(ok, r)
+		} else {
+			failed = append(failed, r)
+		}
+	}
+	ctx, cancel := dbCtx()
+	defer cancel()
+	if len(ok) > 0 {
+		ids := make([]int64, len(ok))
+		tokens := make([]int64, len(ok))
+		for i, r := range ok {
+			ids[i], tokens[i] = r.h.job.ID, r.h.job.Token
+		}
+		rows, err := st.conn.Query(ctx, sqlCompleteMany, ids, tokens)
+		if err != nil {
+			return err
+		}
+		completed := map[int64]bool{}
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			completed[id] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, r := range ok {
+			delete(st.held, r.h.job.ID)
+			r.h.cancel()
+			if completed[r.h.job.ID] {
+				w.count(func(s *Stats) { s.Completed++ })
+			} else {
+				w.count(func(s *Stats) { s.Fenced++ })
+				w.log.Printf("job %d: completion refused (lease lost)", r.h.job.ID)
+			}
+		}
+		st.pending = failed
+	}
+	for len(st.pending) > 0 {
+		r := st.pending[0]
+		f := classify(r.err)
+		var retryIn interface{}
+		if f.retryIn != nil {
+			retryIn = seconds(*f.retryIn)
+		}
+		var status *string
+		if err := st.conn.QueryRow(ctx, sqlFail, r.h.job.ID, r.h.job.Token, f.code, f.message,
+			f.retryable, retryIn).Scan(&status); err != nil {
+			return err
+		}
+		st.pending = st.pending[1:]
+		delete(st.held, r.h.job.ID)
+		r.h.cancel()
+		if status == nil {
+			w.count(func(s *Stats) { s.Fenced++ })
+			w.log.Printf("job %d: failure refused (lease lost): %s", r.h.job.ID, f.code)
+		} else {
+			w.count(func(s *Stats) { s.Failed++ })
+			w.log.Printf("job %d attempt %d failed (%s: %s): now %s", r.h.job.ID, r.h.job.Attempt, f.code, f.message, *status)
+		}
+	}
+	return nil
+}
+
+func (w *Worker) heartbeats(st *loop, now time.Time) error {
+	for _, h := range st.held {
+		if h.aborted || h.nextHb.After(now) {
+			continue
+		}
+		ctx, cancel := dbCtx()
+		var remaining *float64
+		err := st.conn.QueryRow(ctx, sqlHeartbeat, h.job.ID, h.job.Token).Scan(&remaining)
+		cancel()
+		if err != nil {
+			return err
+		}
+		t := time.Now()
+		if remaining == nil {
+			w.count(func(s *Stats) { s.Lost++ })
+			w.log.Printf("job %d: heartbeat refused, lease lost; cancelling", h.job.ID)
+			w.abort(h, "lease lost")
+			continue
+		}
+		w.count(func(s *Stats) { s.Heartbeats++ })
+		lease := time.Duration(*remaining * float64(time.Second))
+		h.deadline = t.Add(lease)
+		h.nextHb = t.Add(time.Duration(float64(lease) * w.opts.HeartbeatFraction))
+	}
+	return nil
+}
+
+func (w *Worker) checkDeadlines(st *loop, now time.Time) {
+	for _, h := range st.held {
+		if !h.aborted && now.After(h.deadline) {
+			w.count(func(s *Stats) { s.Lost++ })
+			w.log.Printf("job %d: lease expired before a heartbeat got through; cancelling", h.job.ID)
+			w.abort(h, "lease lost")
+		}
+	}
+}
+
+func (w *Worker) abort(h *held, reason string) {
+	if h.aborted {
+		return
+	}
+	h.aborted = true
+	h.job.mu.Lock()
+	h.job.reason = reason
+	h.job.mu.Unlock()
+	h.cancel()
+}
+
+func (w *Worker) abandon(st *loop, reason string) {
+	for _, h := range st.held {
+		w.abort(h, reason)
+	}
+}
+
+func (w *Worker) release(st *loop, h *held) error {
+	ctx, cancel := dbCtx()
+	defer cancel()
+	var ok bool
+	if err := st.conn.QueryRow(ctx, sqlRelease, h.job.ID, h.job.Token).Scan(&ok); err != nil {
+		return err
+	}
+	delete(st.held, h.job.ID)
+	h.cancel()
+	if ok {
+		w.count(func(s *Stats) { s.Released++ })
+	} else {
+		w.count(func(s *Stats) { s.Fenced++ })
+	}
+	return nil
+}

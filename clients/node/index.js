@@ -1,0 +1,13 @@
+'use strict';
+
+/**
+ * jobqueue for Node.js: a producer (Client) and a worker (Worker) for the
+ * jobqueue PostgreSQL extension, on node-postgres (pg).  Every call is a
+ * jobqueue.jq_* SQL function.
+ */
+const { Client } = require('./lib/client');
+const { Worker, CHANNEL } = require('./lib/worker');
+const { PermanentError, RetryLater, classify } = require('./lib/errors');
+const { Backoff } = require('./lib/backoff');
+
+module.exports = { Client, Worker, PermanentError, RetryLater, classify, Backoff, CHANNEL };

@@ -1,0 +1,90 @@
+'use strict';
+// The client's own logic, without a server.
+const { test } = require('node:test');
+const assert = require('node:assert/strict');
+const { Worker, PermanentError, RetryLater, classify, Backoff } = require('..');
+const { enqueueParams, interval, runAtDate } = require('../lib/client');
+const { cutBytes } = require('../lib/errors');
+
+test('errors are retryable by default', () => {
+  class Boom extends Error {}
+  const e = new Boom('bad thing');
+  e.name = 'Boom';
+  assert.deepEqual(classify(e), { code: 'Boom', message: 'bad thing', retryable: true, retryIn: null });
+});
+
+test('PermanentError is not retryable, with its code', () => {
+  const c = classify(new PermanentError('no such mailbox', { code: 'BAD_ADDRESS' }));
+  assert.equal(c.code, 'BAD_ADDRESS');
+  assert.equal(c.retryable, false);
+  assert.equal(classify(new PermanentError('x')).code, 'PermanentError');
+});
+
+test('RetryLater and a retryIn property set the delay', () => {
+  const c = classify(new RetryLater('429', { retryIn: 90, code: 'HTTP_429' }));
+  assert.deepEqual([c.code, c.retryable, c.retryIn], ['HTTP_429', true, 90]);
+  const e = new Error('x');
+  e.retryIn = -1;
+  assert.equal(classify(e).retryIn, null);
+});
+
+test('non-errors thrown and odd codes', () => {
+  assert.equal(classify('just a string').message, 'just a string');
+  const e = new Error('x');
+  e.code = 42;
+  assert.equal(classify(e).code, 'Error');
+  e.code = 'é'.repeat(100);
+  assert.equal(Buffer.byteLength(classify(e).code), 128);
+  assert.equal(cutBytes('aé', 2), 'a');
+});
+
+test('backoff doubles up to its cap, with jitter', () => {
+  const b = new Backoff(100, 1000, () => 1);
+  assert.deepEqual([1, 2, 3, 4, 5].map(() => b.next()), [100, 200, 400, 800, 1000]);
+  b.reset();
+  assert.equal(b.next(), 100);
+  assert.equal(new Backoff(100, 1000, () => 0).next(), 50);
+});
+
+test('enqueue parameters', () => {
+  const now = Date.now();
+  const p = enqueueParams('emails', { to: 'a' }, { priority: 5, runAt: 60, maxAttempts: 2, idempotencyKey: 'k' });
+  assert.deepEqual([p[0], p[1], p[2], p[4], p[5]], ['emails', '{"to":"a"}', 5, 2, 'k']);
+  assert.ok(Math.abs(p[3].getTime() - (now + 60000)) < 5000);
+  assert.deepEqual(enqueueParams('q', 1).slice(2), [0, null, null, null]);
+  assert.throws(() => enqueueParams('q', 1, { prio: 1 }), TypeError);
+  const d = new Date('2030-01-01T00:00:00Z');
+  assert.equal(runAtDate(d), d);
+  assert.equal(interval(1.5), '1.5 seconds');
+  assert.equal(interval(null), null);
+  assert.throws(() => interval(-1), TypeError);
+});
+
+test('worker arguments are checked', () => {
+  const h = async () => {};
+  assert.throws(() => new Worker({ connectionString: 'x', queue: 'q', handler: h, concurrency: 0 }), RangeError);
+  assert.throws(() => new Worker({ connectionString: 'x', queue: 'q', handler: h, heartbeatFraction: 2 }), RangeError);
+  assert.throws(() => new Worker({ connectionString: 'x', queue: 'q' }), TypeError);
+  const w = new Worker({ connectionString: 'x', queue: 'q', handler: h });
+  assert.equal(w.listenConnectionString, 'x');
+  assert.match(w.owner, /:q$/);
+});
+
+test('a worker without a server retries, and stops when told', async () => {
+  const warnings = [];
+  const logger = { debug() {}, info() {}, warn: (m) => warnings.push(m), error() {} };
+  const w = new Worker({
+    connectionString: 'postgresql://nobody@127.0.0.1:1/x',
+    queue: 'q',
+    handler: async () => {},
+    listen: false,
+    reconnectBase: 10,
+    reconnectMax: 20,
+    handleSignals: false,
+    logger,
+  });
+  await w.start();
+  while (warnings.length < 2) await new Promise((r) => setTimeout(r, 10));
+  await w.stop();
+  assert.match(warnings[0], /connection lost/);
+});

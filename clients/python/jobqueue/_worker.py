@@ -1,0 +1,437 @@
+"""Consumer side: a worker for one queue.
+
+One thread (the caller's, in run()) owns the claim connection: it claims,
+completes, fails, heartbeats and releases.  ``concurrency`` handler threads
+run the jobs; a listener thread waits for NOTIFY on its own connection.
+"""
+
+import collections
+import logging
+import os
+import queue as queue_mod
+import select
+import signal
+import socket
+import threading
+import time
+
+import psycopg
+
+from ._backoff import Backoff
+from ._client import connect
+from ._errors import classify
+
+log = logging.getLogger("jobqueue")
+
+CHANNEL = "jobqueue"
+
+_CLAIM = (
+    "SELECT c.id, c.payload, c.attempt, c.token, c.lease_expires_at, "
+    "pg_catalog.date_part('epoch', c.lease_expires_at - pg_catalog.now()) "
+    "FROM jobqueue.jq_claim(%s, %s, %s) AS c"
+)
+_COMPLETE_MANY = "SELECT id FROM jobqueue.jq_complete_many(%s::bigint[], %s::bigint[]) AS id"
+_FAIL = ("SELECT jobqueue.jq_fail(%s, %s, %s, %s, retryable => %s, retry_in => %s)::text")
+_HEARTBEAT = (
+    "SELECT pg_catalog.date_part('epoch', h - pg_catalog.now()) "
+    "FROM jobqueue.jq_heartbeat(%s, %s) AS h"
+)
+_RELEASE = "SELECT jobqueue.jq_release(%s, %s)"
+
+
+class Job:
+    """A claimed job, as the handler sees it.
+
+    ``id``, ``payload`` (decoded JSON), ``attempt`` (1 on the first run),
+    ``token`` (the fencing token), ``lease_expires_at``, ``queue``.
+    ``cancelled`` is a threading.Event set when the worker will not be
+    able to report the job's result: its lease was lost (the heartbeat was
+    refused: the job was cancelled, reaped or ran past max_runtime) or the
+    worker is shutting down past its deadline; ``cancel_reason`` says which.
+    A long handler should check it (or wait on it) and stop.
+    """
+
+    __slots__ = ("id", "payload", "attempt", "token", "lease_expires_at", "queue",
+                 "cancelled", "cancel_reason", "_lease_len", "_deadline", "_next_hb",
+                 "_started")
+
+    def __init__(self, queue, id, payload, attempt, token, lease_expires_at):
+        self.queue = queue
+        self.id = id
+        self.payload = payload
+        self.attempt = attempt
+        self.token = token
+        self.lease_expires_at = lease_expires_at
+        self.cancelled = threading.Event()
+        self.cancel_reason = None
+        self._started = False
+
+    def _cancel(self, reason):
+        if not self.cancelled.is_set():
+            self.cancel_reason = reason
+            self.cancelled.set()
+
+    def __repr__(self):
+        return f"Job(id={self.id}, attempt={self.attempt}, queue={self.queue!r})"
+
+
+class Worker:
+    """Runs ``handler(job)`` for the jobs of one queue.
+
+    A handler that returns completes the job (completions are sent in
+    batches with jq_complete_many); one that raises fails it with jq_fail:
+    ``jobqueue.PermanentError`` makes it dead at once, anything else is
+    retried with the queue's backoff, or after ``retry_in`` seconds when the
+    exception has that attribute (``jobqueue.RetryLater``).
+
+    concurrency: handlers running at once.  batch_size: jobs per claim
+      (claimed jobs wait locally until a handler is free; their leases
+      are heartbeated like those of running jobs).
+    dsn: the connection for claims and results; may go through PgBouncer in
+      transaction pooling mode.  listen_dsn: a direct connection for LISTEN
+      (default: dsn); listen=False: no LISTEN, polling only.
+    poll_interval: seconds between claims when idle; a lost notification
+      delays a job by at most this much.
+    heartbeat_fraction: a held job is heartbeated each time this fraction of
+      its lease has passed (default 1/3).
+    shutdown_timeout: seconds running handlers get to finish after stop();
+      then they are cancelled and their jobs released.
+    flush_interval: results are sent at the latest this many seconds after
+      the first of them is ready (sooner when batch_size of them are ready
+      or every held job is finished), so completions go in batches.
+    """
+
+    def __init__(self, dsn, queue, handler, *, concurrency=4, batch_size=10,
+                 listen_dsn=None, listen=True, poll_interval=5.0, heartbeat_fraction=1 / 3,
+                 shutdown_timeout=30.0, owner=None, reconnect_base=0.1, reconnect_max=10.0,
+                 flush_interval=0.05, handle_signals=True, logger=None):
+        if concurrency < 1 or batch_size < 1:
+            raise ValueError("concurrency and batch_size must be at least 1")
+        if not 0 < heartbeat_fraction < 1:
+            raise ValueError("heartbeat_fraction must be between 0 and 1")
+        self.dsn = dsn
+        self.queue = queue
+        self.handler = handler
+        self.concurrency = concurrency
+        self.batch_size = batch_size
+        self.listen_dsn = listen_dsn or dsn
+        self.listen = listen
+        self.poll_interval = poll_interval
+        self.heartbeat_fraction = heartbeat_fraction
+        self.shutdown_timeout = shutdown_timeout
+        self.flush_interval = flush_interval
+        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{queue}"
+        self.handle_signals = handle_signals
+        self.log = logger or log
+        self._reconnect = (reconnect_base, reconnect_max)
+        self.stats = collections.Counter(claimed=0, completed=0, failed=0, released=0,
+                                         fenced=0, heartbeats=0, lost=0)
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._stop_at = None
+        self._lock = threading.Lock()
+        self._results = []            # (job, exc or None), from the handler threads
+        self._first_result = 0.0      # when the oldest of them came
+        self._ready = queue_mod.Queue()   # claimed, not started
+        self._held = {}               # id -> Job: claimed and not yet reported
+        self._conn = None
+        self._claim_now = True        # a notification came, or the last claim was full
+        self._next_poll = 0.0
+        self.running = threading.Event()
+
+    # -- control ---------------------------------------------------------
+
+    def stop(self):
+        """Stop claiming, let running handlers finish (up to
+        shutdown_timeout), release the rest; run() then returns.  Safe from
+        any thread and from signal handlers."""
+        self._stop.set()
+        self._wake.set()
+
+    def run(self):
+        """Work until stop() (or SIGTERM/SIGINT when called from the main
+        thread); returns the counters."""
+        old = {}
+        if self.handle_signals and threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                old[sig] = signal.signal(sig, lambda *_: self.stop())
+        threads = [threading.Thread(target=self._handler_loop, daemon=True,
+                                    name=f"jobqueue-handler-{i}")
+                   for i in range(self.concurrency)]
+        if self.listen:
+            threads.append(threading.Thread(target=self._listen_loop, daemon=True,
+                                            name="jobqueue-listener"))
+        for t in threads:
+            t.start()
+        self.log.info("worker %s: queue %s, concurrency %d, batch %d", self.owner,
+                      self.queue, self.concurrency, self.batch_size)
+        self.running.set()
+        try:
+            self._main_loop()
+        finally:
+            for _ in range(self.concurrency):
+                self._ready.put(None)
+            for sig, h in old.items():
+                signal.signal(sig, h)
+            if self._conn is not None:
+                self._conn.close()
+            self.running.clear()
+            self.log.info("worker %s stopped: %s", self.owner, dict(self.stats))
+        return dict(self.stats)
+
+    # -- handler threads -------------------------------------------------
+
+    def _handler_loop(self):
+        while True:
+            job = self._ready.get()
+            if job is None:
+                return
+            exc = None
+            try:
+                self.handler(job)
+            except BaseException as e:  # noqa: B902 -- every failure is reported
+                exc = e
+            with self._lock:
+                if not self._results:
+                    self._first_result = time.monotonic()
+                self._results.append((job, exc))
+                n = len(self._results)
+            # Wake the main loop for the first result (it then sets its
+            # flush timer) and when a batch is complete, not for each one.
+            if n == 1 or n >= self.batch_size or n >= len(self._held) or self._stop.is_set():
+                self._wake.set()
+
+    # -- listener --------------------------------------------------------
+
+    def _listen_loop(self):
+        backoff = Backoff(*self._reconnect)
+        while not self._stop.is_set():
+            conn = None
+            try:
+                conn = psycopg.connect(self.listen_dsn, autocommit=True)
+                conn.execute("LISTEN " + CHANNEL)
+                backoff.reset()
+                self._notified()   # anything sent while we were not listening
+                while not self._stop.is_set():
+                    r, _, _ = select.select([conn.fileno()], [], [], 0.5)
+                    if not r:
+                        continue
+                    conn.pgconn.consume_input()
+                    while True:
+                        n = conn.pgconn.notifies()
+                        if n is None:
+                            break
+                        if n.relname.decode() == CHANNEL and n.extra.decode() == self.queue:
+                            self._notified()
+            except (psycopg.Error, OSError, ValueError) as e:
+                delay = backoff.next()
+                self.log.warning("listener connection lost (%s); reconnecting in %.1fs",
+                                 str(e).strip(), delay)
+                self._stop.wait(delay)
+            finally:
+                if conn is not None:
+                    conn.close()
+
+    def _notified(self):
+        self._claim_now = True
+        self._wake.set()
+
+    # -- the main loop ----------------------------------------------------
+
+    def _main_loop(self):
+        backoff = Backoff(*self._reconnect)
+        while True:
+            now = time.monotonic()
+            if self._stop.is_set() and self._stop_at is None:
+                self._stop_at = now + self.shutdown_timeout
+                self.log.info("stopping: no more claims; %d jobs running, %.1fs to finish",
+                              len(self._held), self.shutdown_timeout)
+            if self._stop_at is not None and not self._held:
+                return      # nothing to finish or release
+            try:
+                if self._conn is None or self._conn.closed:
+                    self._conn = connect(self.dsn)
+                    backoff.reset()
+                if self._flush_due(now):
+                    self._flush_results()
+                self._heartbeats(now)
+                if self._stop_at is not None:
+                    self._release_unstarted()
+                    if not self._held:
+                        return
+                    if now >= self._stop_at:
+                        self._release_all()
+                        return
+                else:
+                    self._maybe_claim(now)
+            except (psycopg.OperationalError, psycopg.InterfaceError) as e:
+                if self._conn is not None:
+                    self._conn.close()
+                self._conn = None
+                delay = backoff.next()
+                self.log.warning("connection lost (%s); %d jobs held; reconnecting in %.1fs",
+                                 str(e).strip(), len(self._held), delay)
+                self._check_deadlines(time.monotonic())
+                if self._stop_at is not None and time.monotonic() >= self._stop_at:
+                    # Nothing more can be sent: the leases run out and
+                    # the reaper gives the jobs back.
+                    for job in self._held.values():
+                        job._cancel("shutdown")
+                    return
+                self._stop.wait(delay) if self._stop_at is None else time.sleep(
+                    min(delay, max(0.0, self._stop_at - time.monotonic())))
+                continue
+            self._check_deadlines(time.monotonic())
+            self._wait(now)
+
+    def _flush_due(self, now):
+        with self._lock:
+            n = len(self._results)
+            first = self._first_result
+        return n > 0 and (n >= self.batch_size or n >= len(self._held) or
+                          self._stop_at is not None or now >= first + self.flush_interval)
+
+    def _wait(self, now):
+        with self._lock:
+            self._wake.clear()
+            results = len(self._results)
+        if self._flush_due(time.monotonic()):
+            return
+        if self._claim_now and self._stop_at is None and self._claim_size() > 0:
+            return
+        until = self._next_poll if self._stop_at is None else self._stop_at
+        if results:
+            until = min(until, self._first_result + self.flush_interval)
+        for job in self._held.values():
+            until = min(until, job._next_hb, job._deadline)
+        timeout = max(0.0, until - time.monotonic())
+        self._wake.wait(min(timeout, self.poll_interval))
+
+    def _claim_size(self):
+        """How many jobs to claim now: none while enough wait for a handler;
+        a whole batch once there is room for one; less only when the
+        handlers would otherwise run out of work."""
+        ready = self._ready.qsize()
+        if ready >= self.concurrency:
+            return 0
+        room = self.batch_size + self.concurrency - len(self._held)
+        if room < self.batch_size and ready > 0:
+            return 0
+        return max(0, min(self.batch_size, room))
+
+    def _maybe_claim(self, now):
+        if not self._claim_now and now < self._next_poll:
+            return
+        n = self._claim_size()
+        if n <= 0:
+            return
+        self._claim_now = False
+        rows = self._conn.execute(_CLAIM, (self.queue, n, self.owner)).fetchall()
+        t = time.monotonic()
+        self._next_poll = t + self.poll_interval
+        for id_, payload, attempt, token, expires, remaining in rows:
+            job = Job(self.queue, id_, payload, attempt, token, expires)
+            job._lease_len = max(0.001, float(remaining))
+            job._deadline = t + job._lease_len
+            job._next_hb = t + job._lease_len * self.heartbeat_fraction
+            self._held[id_] = job
+            self._ready.put(job)
+        self.stats["claimed"] += len(rows)
+        if rows:
+            self.log.debug("claimed %d jobs", len(rows))
+        if len(rows) == n:
+            self._claim_now = True   # there may be more
+
+    def _flush_results(self):
+        with self._lock:
+            results, self._results = self._results, []
+        try:
+            done = [(job, exc) for job, exc in results if exc is None]
+            if done:
+                ids = [j.id for j, _ in done]
+                tokens = [j.token for j, _ in done]
+                completed = {r[0] for r in self._conn.execute(
+                    _COMPLETE_MANY, (ids, tokens)).fetchall()}
+                for job, _ in done:
+                    self._held.pop(job.id, None)
+                    if job.id in completed:
+                        self.stats["completed"] += 1
+                    else:
+                        self.stats["fenced"] += 1
+                        self.log.warning("job %d: completion refused (lease lost)", job.id)
+                results = [r for r in results if r[1] is not None]
+            while results:
+                job, exc = results[0]
+                code, message, retryable, retry_in = classify(exc)
+                status = self._conn.execute(
+                    _FAIL, (job.id, job.token, code, message, retryable, retry_in)).fetchone()[0]
+                results.pop(0)
+                self._held.pop(job.id, None)
+                if status is None:
+                    self.stats["fenced"] += 1
+                    self.log.warning("job %d: failure refused (lease lost): %s", job.id, code)
+                else:
+                    self.stats["failed"] += 1
+                    self.log.info("job %d attempt %d failed (%s: %s): now %s", job.id,
+                                  job.attempt, code, message, status)
+        finally:
+            if results:     # not sent: keep them for the next connection
+                with self._lock:
+                    self._results[:0] = results
+
+    def _heartbeats(self, now):
+        for job in list(self._held.values()):
+            if job._next_hb > now or job.cancelled.is_set():
+                continue
+            row = self._conn.execute(_HEARTBEAT, (job.id, job.token)).fetchone()
+            t = time.monotonic()
+            if row is None or row[0] is None:
+                self.stats["lost"] += 1
+                self.log.warning("job %d: heartbeat refused, lease lost; cancelling", job.id)
+                job._cancel("lease lost")
+                job._next_hb = float("inf")
+                job._deadline = float("inf")
+            else:
+                self.stats["heartbeats"] += 1
+                remaining = max(0.001, float(row[0]))
+                job._deadline = t + remaining
+                job._next_hb = t + remaining * self.heartbeat_fraction
+
+    def _check_deadlines(self, now):
+        for job in self._held.values():
+            if now >= job._deadline and not job.cancelled.is_set():
+                self.stats["lost"] += 1
+                self.log.warning("job %d: lease expired before a heartbeat got through; "
+                                 "cancelling", job.id)
+                job._cancel("lease lost")
+                job._next_hb = float("inf")
+                job._deadline = float("inf")
+
+    def _release(self, job):
+        ok = self._conn.execute(_RELEASE, (job.id, job.token)).fetchone()[0]
+        self._held.pop(job.id, None)
+        if ok:
+            self.stats["released"] += 1
+        else:
+            self.stats["fenced"] += 1
+
+    def _release_unstarted(self):
+        while True:
+            try:
+                job = self._ready.get_nowait()
+            except queue_mod.Empty:
+                return
+            if job is None:
+                continue
+            self._release(job)
+
+    def _release_all(self):
+        # The handlers that did not finish in time are told to stop, and
+        # their jobs are pending again at once; whatever they report later
+        # is ignored (the release fenced them).
+        self._flush_results()
+        for job in list(self._held.values()):
+            job._cancel("shutdown")
+            self.log.warning("job %d did not finish within the shutdown timeout; releasing",
+                             job.id)
+            self._release(job)
