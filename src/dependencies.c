@@ -171,19 +171,9 @@ jq_enqueue_dependent(FunctionCallInfo fcinfo, Datum *values, char *nulls,
 		/* an empty payload array, or a key the queue holds (as jq_enqueue) */
 		if (tupstore == NULL)
 		{
-			Datum		key_values[2];
-
 			if (nulls[5] == JQ_ISNULL)
 				jq_raise_unknown_queue(queue_name);
-			key_values[0] = values[0];
-			key_values[1] = values[5];
-			jq_execute(JQ_PLAN_ENQUEUE_EXISTING, key_values, NULL, SPI_OK_SELECT);
-			if (SPI_processed != 1)
-				ereport(ERROR,
-						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-						 errmsg("could not enqueue job: the job with this idempotency key was deleted concurrently"),
-						 errhint("Retry the transaction.")));
-			job_id = DatumGetInt64(jq_result(0, 1));
+			job_id = jq_job_with_key(values[0], values[5]);
 		}
 	}
 	jq_spi_finish();

@@ -153,6 +153,7 @@ extern uint64 jq_note_outcome(JqTransition t, uint64 nasked, List **woken,
 extern void jq_lifecycle_guc_init(void);
 extern void jq_results_guc_init(void);
 extern bool jq_require_queue(const char *queue_name);
+extern int64 jq_job_with_key(Datum queue, Datum key);
 
 /* Argument validation (validate.c); each raises an ERROR on bad input */
 extern char *jq_arg_queue_name(FunctionCallInfo fcinfo, int argno);

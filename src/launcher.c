@@ -284,15 +284,11 @@ jq_launcher_start_worker(int w, int e, const char *dbname)
 
 	LWLockAcquire(jq_shared->lock, LW_EXCLUSIVE);
 	dboid = entry->dboid;
+	jq_pool_slot_clear(slot);
 	LWLockAcquire(slot->marks_lock, LW_EXCLUSIVE);
 	slot->entry = e;
 	slot->dboid = dboid;
 	slot->state = JQ_WORKER_STARTING;
-	slot->pid = 0;
-	slot->latch = NULL;
-	slot->yield_requested = false;
-	slot->nmarks = 0;
-	slot->marks_overflow = false;
 	LWLockRelease(slot->marks_lock);
 	entry->worker = w;
 	LWLockRelease(jq_shared->lock);

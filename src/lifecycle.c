@@ -297,6 +297,26 @@ jq_require_queue(const char *queue_name)
 }
 
 /*
+ * The id of the job of queue (text) that holds idempotency key (text): the
+ * enqueue that found the key taken returns it.  Connected to SPI.
+ */
+int64
+jq_job_with_key(Datum queue, Datum key)
+{
+	Datum		values[2];
+
+	values[0] = queue;
+	values[1] = key;
+	jq_execute(JQ_PLAN_ENQUEUE_EXISTING, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not enqueue job: the job with this idempotency key was deleted concurrently"),
+				 errhint("Retry the transaction.")));
+	return DatumGetInt64(jq_result(0, 1));
+}
+
+/*
  * jq_enqueue(queue_name, payload, priority, run_at, max_attempts,
  *			  idempotency_key, depends_on) returns bigint
  *
@@ -366,14 +386,7 @@ jq_enqueue(PG_FUNCTION_ARGS)
 			jq_raise_unknown_queue(queue_name);
 
 		/* the queue exists, so the key did: return the job that holds it */
-		values[1] = values[5];
-		jq_execute(JQ_PLAN_ENQUEUE_EXISTING, values, NULL, SPI_OK_SELECT);
-		if (SPI_processed != 1)
-			ereport(ERROR,
-					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-					 errmsg("could not enqueue job: the job with this idempotency key was deleted concurrently"),
-					 errhint("Retry the transaction.")));
-		job_id = DatumGetInt64(jq_result(0, 1));
+		job_id = jq_job_with_key(values[0], values[5]);
 	}
 	jq_spi_finish();
 

@@ -77,11 +77,7 @@ jq_progress(PG_FUNCTION_ARGS)
 
 	values[0] = Int64GetDatum(jq_arg_int8(fcinfo, 0, "job id"));
 	values[1] = Int64GetDatum(jq_arg_int8(fcinfo, 1, "token"));
-	if (PG_ARGISNULL(2))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("progress must not be null")));
-	values[2] = PG_GETARG_DATUM(2);
+	values[2] = jq_arg_required(fcinfo, 2, "progress");
 	jq_check_result(values[2], "progress");
 	values[3] = TimestampTzGetDatum(GetCurrentTimestamp());
 

@@ -211,6 +211,8 @@ jq_pool_slot_clear(JqPoolSlot *slot)
 	slot->pid = 0;
 	slot->latch = NULL;
 	slot->yield_requested = false;
+	slot->nmarks = 0;
+	slot->marks_overflow = false;
 	slot->nfinished = 0;
 	slot->finished_reserved = 0;
 	LWLockRelease(slot->marks_lock);
