@@ -53,6 +53,9 @@ read -r passed failed < <(awk '
 	END { print p + 0, f + 0 }' "$dir/installcheck.log")
 passed=$((passed + cpassed))
 failed=$((failed + cfailed))
+# a harness that stopped (a TAP file that died, pg_regress that could not
+# start) fails the run even when no test said "failed"
+[ "$status" -ne 0 ] && [ "$failed" -eq 0 ] && failed=1
 echo
 echo "jobqueue tests: $passed passed, $failed failed"
 [ "$status" -eq 0 ] && [ "$failed" -eq 0 ] && [ "$cstatus" -eq 0 ]
