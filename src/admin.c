@@ -38,7 +38,8 @@ jq_caller_name(void)
 
 /*
  * jq_create_queue(queue_name, max_attempts, lease_duration, max_runtime,
- *				   backoff_base, backoff_max, retention) returns void
+ *				   backoff_base, backoff_max, retention, group_concurrency,
+ *				   group_ordered, fairness, priority_aging) returns void
  *
  * Creating a queue that exists changes nothing and says so in a NOTICE, so
  * that deployments may call it at every start.
@@ -71,6 +72,8 @@ jq_create_queue(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
 				 errmsg("queue \"%s\" already exists, skipping", queue_name),
 				 errdetail("Its settings were not changed; use jobqueue.jq_alter_queue to change them.")));
+	else
+		jq_ordering_set_policy(fcinfo, 7, queue_name, false);	/* ordering.c */
 	jq_spi_finish();
 
 	PG_RETURN_VOID();
@@ -78,7 +81,9 @@ jq_create_queue(PG_FUNCTION_ARGS)
 
 /*
  * jq_alter_queue(queue_name, max_attempts, lease_duration, max_runtime,
- *				  backoff_base, backoff_max, retention, notify) returns void
+ *				  backoff_base, backoff_max, retention, notify,
+ *				  group_concurrency, group_ordered, fairness, priority_aging)
+ *		returns void
  *
  * NULL leaves a setting unchanged.  New settings apply to later claims,
  * failures and purges; running leases keep their expiry.
@@ -128,6 +133,7 @@ jq_alter_queue(PG_FUNCTION_ARGS)
 					8, argtypes, values, nulls, SPI_OK_UPDATE);
 	if (SPI_processed == 0)
 		jq_raise_unknown_queue(queue_name);
+	jq_ordering_set_policy(fcinfo, 8, queue_name, true);	/* ordering.c */
 	jq_spi_finish();
 
 	PG_RETURN_VOID();
@@ -182,6 +188,9 @@ jq_drop_queue(PG_FUNCTION_ARGS)
 					1, argtypes, values, NULL, SPI_OK_DELETE);
 	jq_execute_once("drop queue", "DELETE FROM jobqueue.queues q WHERE q.queue_name = $1",
 					1, argtypes, values, NULL, SPI_OK_DELETE);
+	if (jq_ordering_installed())
+		jq_execute_once("drop groups", "DELETE FROM jobqueue.groups gr WHERE gr.queue_name = $1",
+						1, argtypes, values, NULL, SPI_OK_DELETE);
 	jq_spi_finish();
 
 	PG_RETURN_VOID();
@@ -346,7 +355,8 @@ jq_explain_claim(PG_FUNCTION_ARGS)
 	DropPreparedStatement("jobqueue_explain_claim", false);
 	jq_execute_once("prepare explain", psprintf("PREPARE jobqueue_explain_claim"
 							 "(text, int4, text, interval, timestamptz) AS %s",
-							 jq_plan_sql(JQ_PLAN_CLAIM)),
+							 jq_plan_sql(jq_ordering_installed() ?
+										 JQ_PLAN_CLAIM_PLAIN : JQ_PLAN_CLAIM)),
 					0, NULL, NULL, NULL, SPI_OK_UTILITY);
 	PG_TRY();
 	{

@@ -89,6 +89,15 @@ typedef enum JqPlanId
 	JQ_PLAN_NOTIFY_QUEUES,
 	JQ_PLAN_NEXT_LEASE_EXPIRY,
 	JQ_PLAN_PURGE_DUE,
+	/* Ordering and fairness (ordering.c) */
+	JQ_PLAN_ENQUEUE_GROUPED,
+	JQ_PLAN_ENQUEUE_MANY_GROUPED,
+	JQ_PLAN_CLAIM_PLAIN,
+	JQ_PLAN_QUEUE_POLICY,
+	JQ_PLAN_CLAIM_AGED,
+	JQ_PLAN_CLAIM_GROUPS,
+	JQ_PLAN_GROUP_COUNT,
+	JQ_PLAN_GROUP_STATS,
 	JQ_NUM_PLANS
 } JqPlanId;
 
@@ -155,6 +164,21 @@ extern void jq_check_payload(Datum payload);
 extern ArrayType *jq_arg_array(FunctionCallInfo fcinfo, int argno,
 							   const char *what, Oid elemtype);
 extern void jq_raise_unknown_queue(const char *queue_name);
+
+/*
+ * Ordering and fairness (ordering.c): group keys, the queue policy
+ * arguments of jq_create_queue/jq_alter_queue, the claim statement chosen
+ * by the queue's policy.
+ */
+#define JQ_GROUP_KEY_MAXLEN		256
+extern text *jq_arg_group_key(FunctionCallInfo fcinfo, int argno);
+extern ArrayType *jq_arg_group_keys(FunctionCallInfo fcinfo, int argno,
+									int npayloads);
+extern uint64 jq_claim_execute(const char *queue_name, Datum *values,
+							   const char *nulls);
+extern bool jq_ordering_installed(void);
+extern void jq_ordering_set_policy(FunctionCallInfo fcinfo, int argno,
+								   const char *queue_name, bool alter);
 
 /* Set-returning helper (srf.c) */
 extern Tuplestorestate *jq_srf_init(FunctionCallInfo fcinfo,

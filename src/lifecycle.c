@@ -263,7 +263,7 @@ jq_require_queue(const char *queue_name)
 
 /*
  * jq_enqueue(queue_name, payload, priority, run_at, max_attempts,
- *			  idempotency_key) returns bigint
+ *			  idempotency_key, group_key) returns bigint
  *
  * With an idempotency key the queue already holds, the existing job's id is
  * returned and nothing is inserted.  Two transactions racing with the same
@@ -274,10 +274,11 @@ Datum
 jq_enqueue(PG_FUNCTION_ARGS)
 {
 	char	   *queue_name = jq_arg_queue_name(fcinfo, 0);
-	Datum		values[7];
-	char		nulls[7] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL};
+	Datum		values[8];
+	char		nulls[8] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL};
 	bool		isnull;
 	int64		job_id;
+	text	   *group_key;
 
 	if (PG_ARGISNULL(1))
 		ereport(ERROR,
@@ -311,9 +312,22 @@ jq_enqueue(PG_FUNCTION_ARGS)
 		values[5] = PointerGetDatum(jq_arg_nonempty_text(fcinfo, 5, "idempotency key",
 														 JQ_IDEMPOTENCY_KEY_MAXLEN));
 	values[6] = TimestampTzGetDatum(GetCurrentTimestamp());
+	group_key = jq_arg_group_key(fcinfo, 6);
+	values[7] = PointerGetDatum(group_key);
+	if (group_key == NULL)
+		nulls[7] = JQ_ISNULL;
 
 	jq_spi_connect();
-	jq_execute(JQ_PLAN_ENQUEUE, values, nulls, SPI_OK_INSERT_RETURNING);
+	/* before 1.2 (ALTER EXTENSION UPDATE not run) the schema has no groups */
+	if (jq_ordering_installed())
+		jq_execute(JQ_PLAN_ENQUEUE_GROUPED, values, nulls, SPI_OK_INSERT_RETURNING);
+	else if (group_key == NULL)
+		jq_execute(JQ_PLAN_ENQUEUE, values, nulls, SPI_OK_INSERT_RETURNING);
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("job groups need jobqueue 1.2"),
+				 errhint("Run ALTER EXTENSION jobqueue UPDATE.")));
 	if (SPI_processed == 1)
 	{
 		/* a job that is not ready yet is announced when it becomes ready */
@@ -347,8 +361,8 @@ jq_enqueue(PG_FUNCTION_ARGS)
 }
 
 /*
- * jq_enqueue_many(queue_name, payloads jsonb[], priority, run_at)
- *		returns setof bigint
+ * jq_enqueue_many(queue_name, payloads jsonb[], priority, run_at,
+ *				   group_keys text[]) returns setof bigint
  *
  * One INSERT for all payloads; ids come back in payload order.
  */
@@ -357,8 +371,9 @@ jq_enqueue_many(PG_FUNCTION_ARGS)
 {
 	char	   *queue_name = jq_arg_queue_name(fcinfo, 0);
 	ArrayType  *payloads = jq_arg_array(fcinfo, 1, "payloads", JSONBOID);
-	Datum		values[5];
-	char		nulls[5] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL};
+	ArrayType  *group_keys;
+	Datum		values[6];
+	char		nulls[6] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL};
 	bool		isnull;
 	TupleDesc	tupdesc;
 	Tuplestorestate *tupstore;
@@ -387,11 +402,24 @@ jq_enqueue_many(PG_FUNCTION_ARGS)
 	if (isnull)
 		nulls[3] = JQ_ISNULL;
 	values[4] = TimestampTzGetDatum(GetCurrentTimestamp());
+	group_keys = jq_arg_group_keys(fcinfo, 4,
+								   ArrayGetNItems(ARR_NDIM(payloads), ARR_DIMS(payloads)));
+	values[5] = PointerGetDatum(group_keys);
+	if (group_keys == NULL)
+		nulls[5] = JQ_ISNULL;
 
 	tupstore = jq_srf_init(fcinfo, &tupdesc);
 
 	jq_spi_connect();
-	jq_execute(JQ_PLAN_ENQUEUE_MANY, values, nulls, SPI_OK_INSERT_RETURNING);
+	if (jq_ordering_installed())
+		jq_execute(JQ_PLAN_ENQUEUE_MANY_GROUPED, values, nulls, SPI_OK_INSERT_RETURNING);
+	else if (group_keys == NULL)
+		jq_execute(JQ_PLAN_ENQUEUE_MANY, values, nulls, SPI_OK_INSERT_RETURNING);
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("job groups need jobqueue 1.2"),
+				 errhint("Run ALTER EXTENSION jobqueue UPDATE.")));
 	(void) jq_note_outcome(JQ_TR_ENQUEUE, 0, NULL, NULL, NULL);
 	for (i = 0; i < SPI_processed; i++)
 	{
@@ -428,6 +456,7 @@ jq_claim(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	Tuplestorestate *tupstore;
 	uint64		i;
+	uint64		nclaimed;
 	instr_time	start;
 
 	jq_count_start(&start);
@@ -450,23 +479,24 @@ jq_claim(PG_FUNCTION_ARGS)
 	tupstore = jq_srf_init(fcinfo, &tupdesc);
 
 	jq_spi_connect();
-	jq_execute(JQ_PLAN_CLAIM, values, nulls, SPI_OK_SELECT);
-	jq_count(queue_name, JQ_CTR_CLAIMED, (int64) SPI_processed);
+	/* the statement of the queue's policy (ordering.c); 0: the queue exists */
+	nclaimed = jq_claim_execute(queue_name, values, nulls);
+	jq_count(queue_name, JQ_CTR_CLAIMED, (int64) nclaimed);
 	/* leases that may expire: the worker pool should come by soon */
-	if (SPI_processed > 0)
+	if (nclaimed > 0)
 		jq_note_activity();
-	for (i = 0; i < SPI_processed; i++)
+	for (i = 0; i < nclaimed; i++)
 	{
 		Datum		row[5];
 		bool		rownulls[5];
+		int			col;
 
-		heap_deform_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
-						  row, rownulls);
+		/* the first five columns; a statement may return more */
+		for (col = 0; col < 5; col++)
+			row[col] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
+									 col + 1, &rownulls[col]);
 		tuplestore_putvalues(tupstore, tupdesc, row, rownulls);
 	}
-	/* only after the loop: this lookup replaces SPI_tuptable */
-	if (SPI_processed == 0)
-		jq_require_queue(queue_name);
 	jq_spi_finish();
 	jq_count_call(queue_name, JQ_CTR_CLAIM_CALLS, &start);
 
