@@ -557,6 +557,51 @@ SELECT queue_name, paused, pending, ready, scheduled, running, succeeded, dead,
 FROM jobqueue.queue_stats WHERE queue_name LIKE 'hostile%' ORDER BY queue_name;
 
 --------------------------------------------------------------------------
+-- 1.2, ordering and fairness: group keys, queue policies, group statistics
+--------------------------------------------------------------------------
+SELECT v.label, pg_temp.try(v.stmt) AS result
+FROM (VALUES
+		(1, 'enqueue(group NULL)', $$SELECT jobqueue.jq_enqueue('hostile', '{}', group_key => NULL) > 0$$),
+		(2, 'enqueue(group empty)', $$SELECT jobqueue.jq_enqueue('hostile', '{}', group_key => '')$$),
+		(3, 'enqueue(group 256 bytes)', $$SELECT jobqueue.jq_enqueue('hostile', '{}', group_key => pg_catalog.repeat('g', 256)) > 0$$),
+		(4, 'enqueue(group 257 bytes)', $$SELECT jobqueue.jq_enqueue('hostile', '{}', group_key => pg_catalog.repeat('g', 257))$$),
+		(5, 'enqueue(group 1 MB)', $$SELECT jobqueue.jq_enqueue('hostile', '{}', group_key => pg_catalog.repeat('g', 1024 * 1024))$$),
+		(6, 'enqueue(group SQL)', $$SELECT jobqueue.jq_enqueue('hostile', '{}', group_key => 'a''; DROP TABLE jobqueue.jobs; --') > 0$$),
+		(7, 'enqueue_many(keys NULL)', $$SELECT count(*) FROM jobqueue.jq_enqueue_many('hostile', ARRAY['{}'::jsonb], group_keys => NULL)$$),
+		(8, 'enqueue_many(NULL key)', $$SELECT count(*) FROM jobqueue.jq_enqueue_many('hostile', ARRAY['{}'::jsonb], group_keys => ARRAY[NULL::text])$$),
+		(9, 'enqueue_many(too few keys)', $$SELECT count(*) FROM jobqueue.jq_enqueue_many('hostile', ARRAY['{}'::jsonb, '{}'], group_keys => ARRAY['a'])$$),
+		(10, 'enqueue_many(too many keys)', $$SELECT count(*) FROM jobqueue.jq_enqueue_many('hostile', ARRAY['{}'::jsonb], group_keys => ARRAY['a', 'b'])$$),
+		(11, 'enqueue_many(empty key)', $$SELECT count(*) FROM jobqueue.jq_enqueue_many('hostile', ARRAY['{}'::jsonb], group_keys => ARRAY[''])$$),
+		(12, 'enqueue_many(long key)', $$SELECT count(*) FROM jobqueue.jq_enqueue_many('hostile', ARRAY['{}'::jsonb], group_keys => ARRAY[pg_catalog.repeat('g', 257)])$$),
+		(13, 'enqueue_many(2-D keys)', $$SELECT count(*) FROM jobqueue.jq_enqueue_many('hostile', ARRAY['{}'::jsonb], group_keys => ARRAY[ARRAY['a']])$$),
+		(14, 'enqueue_many(no payloads, keys)', $$SELECT count(*) FROM jobqueue.jq_enqueue_many('hostile', ARRAY[]::jsonb[], group_keys => ARRAY['a'])$$),
+		(15, 'create(group_concurrency 0)', $$SELECT jobqueue.jq_create_queue('hostile_new', group_concurrency => 0)$$),
+		(16, 'create(group_concurrency min)', $$SELECT jobqueue.jq_create_queue('hostile_new', group_concurrency => -2147483648)$$),
+		(17, 'create(group_ordered NULL)', $$SELECT jobqueue.jq_create_queue('hostile_new', group_ordered => NULL)$$),
+		(18, 'create(ordered, concurrency 2)', $$SELECT jobqueue.jq_create_queue('hostile_new', group_ordered => true, group_concurrency => 2)$$),
+		(19, 'create(fairness NULL)', $$SELECT jobqueue.jq_create_queue('hostile_new', fairness => NULL)$$),
+		(20, 'create(fairness unknown)', $$SELECT jobqueue.jq_create_queue('hostile_new', fairness => 'lottery')$$),
+		(21, 'create(fairness 1 MB)', $$SELECT jobqueue.jq_create_queue('hostile_new', fairness => pg_catalog.repeat('p', 1024 * 1024))$$),
+		(22, 'create(aging zero)', $$SELECT jobqueue.jq_create_queue('hostile_new', priority_aging => '0')$$),
+		(23, 'create(aging negative)', $$SELECT jobqueue.jq_create_queue('hostile_new', priority_aging => '-1 second')$$),
+		(24, 'create(aging mixed signs)', $$SELECT jobqueue.jq_create_queue('hostile_new', priority_aging => '1 mon -30 days 1 second')$$),
+		(25, 'create(aging 1000000 years)', $$SELECT jobqueue.jq_create_queue('hostile_new', priority_aging => '1000000 years')$$),
+		(26, 'alter(group_concurrency -1)', $$SELECT jobqueue.jq_alter_queue('hostile', group_concurrency => -1)$$),
+		(27, 'alter(fairness unknown)', $$SELECT jobqueue.jq_alter_queue('hostile', fairness => 'PRIORITY')$$),
+		(28, 'alter(aging negative)', $$SELECT jobqueue.jq_alter_queue('hostile', priority_aging => '-1 second')$$),
+		(29, 'alter(ordered, concurrency 5)', $$SELECT jobqueue.jq_alter_queue('hostile', group_ordered => true, group_concurrency => 5)$$),
+		(30, 'alter(unknown queue, policy)', $$SELECT jobqueue.jq_alter_queue('no_such_queue', fairness => 'round_robin')$$),
+		(31, 'alter(all NULL)', $$SELECT jobqueue.jq_alter_queue('hostile', group_concurrency => NULL, group_ordered => NULL, fairness => NULL, priority_aging => NULL)$$),
+		(32, 'group_stats(NULL)', $$SELECT count(*) FROM jobqueue.jq_group_stats(NULL)$$),
+		(33, 'group_stats(invalid name)', $$SELECT count(*) FROM jobqueue.jq_group_stats('a;b')$$),
+		(34, 'group_stats(1 MB name)', $$SELECT count(*) FROM jobqueue.jq_group_stats(pg_catalog.repeat('q', 1024 * 1024))$$),
+		(35, 'group_stats(unknown queue)', $$SELECT count(*) FROM jobqueue.jq_group_stats('no_such_queue')$$),
+		(36, 'group_stats(hostile)', $$SELECT count(*) FROM jobqueue.jq_group_stats('hostile')$$),
+		(37, 'group_count() called directly', $$SELECT jobqueue.jq_group_count()$$))
+	AS v(ord, label, stmt)
+ORDER BY v.ord;
+
+--------------------------------------------------------------------------
 -- Every function of the extension was called above.  A new function must
 -- be added to this test (and to this list) with its own hostile calls.
 --------------------------------------------------------------------------
@@ -577,7 +622,8 @@ WHERE d.classid = 'pg_catalog.pg_proc'::regclass AND d.deptype = 'e'
 						  'jq_revoke_producer', 'jq_revoke_worker', 'jq_revoke_admin',
 						  'jq_grant_monitor', 'jq_revoke_monitor',
 						  'jq_worker_status', 'jq_worker_tasks',
-						  'jq_progress', 'jq_job')
+						  'jq_progress', 'jq_job',
+						  'jq_group_stats', 'jq_group_count')
 ORDER BY 1;
 
 -- clean up

@@ -328,11 +328,15 @@ CREATE FUNCTION jobqueue.jq_create_queue(
 	backoff_base interval DEFAULT '10 seconds',
 	backoff_max interval DEFAULT '1 hour',
 	retention interval DEFAULT '7 days',
-	notify_finished boolean DEFAULT false)
+	notify_finished boolean DEFAULT false,
+	group_concurrency int DEFAULT NULL,
+	group_ordered boolean DEFAULT false,
+	fairness text DEFAULT 'priority',
+	priority_aging interval DEFAULT NULL)
 RETURNS void
 AS 'MODULE_PATHNAME', 'jq_create_queue'
 LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION jobqueue.jq_create_queue(text, int, interval, interval, interval, interval, interval, boolean) IS
+COMMENT ON FUNCTION jobqueue.jq_create_queue(text, int, interval, interval, interval, interval, interval, boolean, int, boolean, text, interval) IS
 	'create a queue with its policy; does nothing (with a NOTICE) when it exists';
 
 CREATE FUNCTION jobqueue.jq_alter_queue(
@@ -344,11 +348,15 @@ CREATE FUNCTION jobqueue.jq_alter_queue(
 	backoff_max interval DEFAULT NULL,
 	retention interval DEFAULT NULL,
 	notify boolean DEFAULT NULL,
-	notify_finished boolean DEFAULT NULL)
+	notify_finished boolean DEFAULT NULL,
+	group_concurrency int DEFAULT NULL,
+	group_ordered boolean DEFAULT NULL,
+	fairness text DEFAULT NULL,
+	priority_aging interval DEFAULT NULL)
 RETURNS void
 AS 'MODULE_PATHNAME', 'jq_alter_queue'
 LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION jobqueue.jq_alter_queue(text, int, interval, interval, interval, interval, interval, boolean, boolean) IS
+COMMENT ON FUNCTION jobqueue.jq_alter_queue(text, int, interval, interval, interval, interval, interval, boolean, boolean, int, boolean, text, interval) IS
 	'change a queue''s policy; NULL arguments leave a setting unchanged';
 
 CREATE FUNCTION jobqueue.jq_enqueue(
@@ -358,11 +366,12 @@ CREATE FUNCTION jobqueue.jq_enqueue(
 	run_at timestamptz DEFAULT NULL,
 	max_attempts int DEFAULT NULL,
 	idempotency_key text DEFAULT NULL,
-	depends_on bigint[] DEFAULT NULL)
+	depends_on bigint[] DEFAULT NULL,
+	group_key text DEFAULT NULL)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'jq_enqueue'
 LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION jobqueue.jq_enqueue(text, jsonb, int, timestamptz, int, text, bigint[]) IS
+COMMENT ON FUNCTION jobqueue.jq_enqueue(text, jsonb, int, timestamptz, int, text, bigint[], text) IS
 	'add a job and return its id; with an idempotency key the queue already holds, return that job''s id; with depends_on, the job waits until those jobs have succeeded';
 
 CREATE FUNCTION jobqueue.jq_enqueue_many(
@@ -370,11 +379,12 @@ CREATE FUNCTION jobqueue.jq_enqueue_many(
 	payloads jsonb[],
 	priority int DEFAULT 0,
 	run_at timestamptz DEFAULT NULL,
-	depends_on bigint[] DEFAULT NULL)
+	depends_on bigint[] DEFAULT NULL,
+	group_keys text[] DEFAULT NULL)
 RETURNS SETOF bigint
 AS 'MODULE_PATHNAME', 'jq_enqueue_many'
 LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION jobqueue.jq_enqueue_many(text, jsonb[], int, timestamptz, bigint[]) IS
+COMMENT ON FUNCTION jobqueue.jq_enqueue_many(text, jsonb[], int, timestamptz, bigint[], text[]) IS
 	'add one job per payload in one statement; returns the ids in payload order; with depends_on, every job waits for those jobs';
 
 CREATE FUNCTION jobqueue.jq_complete(id bigint, token bigint, result jsonb DEFAULT NULL)
@@ -413,13 +423,13 @@ BEGIN
 		SELECT o.sig AS old_sig, o.new_sig, a.grantee::pg_catalog.regrole AS grantee
 		FROM (VALUES
 			('jobqueue.jq_create_queue(text, int, interval, interval, interval, interval, interval)',
-			 'jobqueue.jq_create_queue(text, int, interval, interval, interval, interval, interval, boolean)'),
+			 'jobqueue.jq_create_queue(text, int, interval, interval, interval, interval, interval, boolean, int, boolean, text, interval)'),
 			('jobqueue.jq_alter_queue(text, int, interval, interval, interval, interval, interval, boolean)',
-			 'jobqueue.jq_alter_queue(text, int, interval, interval, interval, interval, interval, boolean, boolean)'),
+			 'jobqueue.jq_alter_queue(text, int, interval, interval, interval, interval, interval, boolean, boolean, int, boolean, text, interval)'),
 			('jobqueue.jq_enqueue(text, jsonb, int, timestamptz, int, text)',
-			 'jobqueue.jq_enqueue(text, jsonb, int, timestamptz, int, text, bigint[])'),
+			 'jobqueue.jq_enqueue(text, jsonb, int, timestamptz, int, text, bigint[], text)'),
 			('jobqueue.jq_enqueue_many(text, jsonb[], int, timestamptz)',
-			 'jobqueue.jq_enqueue_many(text, jsonb[], int, timestamptz, bigint[])'),
+			 'jobqueue.jq_enqueue_many(text, jsonb[], int, timestamptz, bigint[], text[])'),
 			('jobqueue.jq_complete(bigint, bigint)', 'jobqueue.jq_complete(bigint, bigint, jsonb)'),
 			('jobqueue.jq_complete_many(bigint[], bigint[])',
 			 'jobqueue.jq_complete_many(bigint[], bigint[], jsonb[])'),
@@ -468,10 +478,10 @@ LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp ROWS 
 COMMENT ON FUNCTION jobqueue.jq_job(bigint) IS
 	'one job: state, attempts, result, progress, errors, times, and the dependencies it waits for; no row for an unknown id';
 
-REVOKE ALL ON FUNCTION jobqueue.jq_create_queue(text, int, interval, interval, interval, interval, interval, boolean) FROM PUBLIC;
-REVOKE ALL ON FUNCTION jobqueue.jq_alter_queue(text, int, interval, interval, interval, interval, interval, boolean, boolean) FROM PUBLIC;
-REVOKE ALL ON FUNCTION jobqueue.jq_enqueue(text, jsonb, int, timestamptz, int, text, bigint[]) FROM PUBLIC;
-REVOKE ALL ON FUNCTION jobqueue.jq_enqueue_many(text, jsonb[], int, timestamptz, bigint[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobqueue.jq_create_queue(text, int, interval, interval, interval, interval, interval, boolean, int, boolean, text, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobqueue.jq_alter_queue(text, int, interval, interval, interval, interval, interval, boolean, boolean, int, boolean, text, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobqueue.jq_enqueue(text, jsonb, int, timestamptz, int, text, bigint[], text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobqueue.jq_enqueue_many(text, jsonb[], int, timestamptz, bigint[], text[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION jobqueue.jq_complete(bigint, bigint, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION jobqueue.jq_complete_many(bigint[], bigint[], jsonb[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION jobqueue.jq_fail(bigint, bigint, text, text, boolean, interval, jsonb) FROM PUBLIC;
@@ -479,7 +489,185 @@ REVOKE ALL ON FUNCTION jobqueue.jq_progress(bigint, bigint, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION jobqueue.jq_job(bigint) FROM PUBLIC;
 REVOKE ALL ON jobqueue.job_dependencies FROM PUBLIC;
 
--- The new signatures, jq_progress and jq_job in the sets of rights.
+------------------------------------------------------------------------------
+-- Ordering and fairness: groups, per-group limits, strict order per group,
+-- round-robin claims and priority aging
+------------------------------------------------------------------------------
+
+/*
+ * A job may belong to a group (a tenant, an account, an entity whose jobs
+ * must not overlap).  Keys are 1 to 256 bytes.  In a queue with a group
+ * policy (group_concurrency, group_ordered or round_robin), a job enqueued
+ * without a group is stored with the key '' (the group of the jobs without
+ * a group), so that every job of such a queue is found through the group
+ * indexes; the functions never accept '' as a key.
+ */
+ALTER TABLE jobqueue.jobs ADD COLUMN group_key text
+	CONSTRAINT jobs_group_key_length CHECK (pg_catalog.octet_length(group_key) <= 256);
+
+/*
+ * The queue's ordering policy.  group_ordered runs one job of a group at a
+ * time, so it admits no other concurrency than 1.
+ */
+ALTER TABLE jobqueue.queues
+	ADD COLUMN group_concurrency int
+		CONSTRAINT queues_group_concurrency_positive CHECK (group_concurrency >= 1),
+	ADD COLUMN group_ordered boolean NOT NULL DEFAULT false,
+	ADD COLUMN fairness text NOT NULL DEFAULT 'priority'
+		CONSTRAINT queues_fairness_valid CHECK (fairness IN ('priority', 'round_robin')),
+	ADD COLUMN priority_aging interval
+		CONSTRAINT queues_priority_aging_positive CHECK (
+			priority_aging > interval '0' AND priority_aging <= interval '100 years'),
+	ADD CONSTRAINT queues_group_ordered_one_at_a_time CHECK (
+		NOT group_ordered OR COALESCE(group_concurrency, 1) = 1);
+
+/*
+ * One row per (queue, group) that ever had a job: the number of its jobs
+ * that are running, kept exact by the triggers below in the transaction
+ * that moves the job, and the row that a claim locks (FOR UPDATE SKIP
+ * LOCKED) before it takes jobs of the group.  The lock serializes claims
+ * per group; the counter in the locked row version is the current one, so
+ * two claims can never both take the last slot of a group.  Rows are
+ * removed with their queue.  The table is not dumped: on restore, the
+ * triggers rebuild it as the jobs are loaded.
+ */
+CREATE TABLE jobqueue.groups
+(
+	queue_name		text		NOT NULL,
+	group_key		text		NOT NULL,
+	running			int			NOT NULL DEFAULT 0,
+	PRIMARY KEY (queue_name, group_key)
+)
+WITH (fillfactor = 50,
+	  autovacuum_vacuum_scale_factor = 0.01,
+	  autovacuum_vacuum_cost_delay = 0);
+COMMENT ON TABLE jobqueue.groups IS
+	'one row per group of a queue: its running jobs (kept by triggers), locked by claims that take its jobs';
+REVOKE ALL ON jobqueue.groups FROM PUBLIC;
+
+-- A group's ready jobs in claim order (claims with a group policy).
+CREATE INDEX jobs_group_idx ON jobqueue.jobs
+	(queue_name, group_key, priority DESC, available_at, id)
+	WHERE status = 'pending' AND group_key IS NOT NULL;
+-- A group's unfinished jobs in enqueue order: the head of a strictly
+-- ordered group, dead heads (blocked groups).
+CREATE INDEX jobs_group_head_idx ON jobqueue.jobs (queue_name, group_key, id)
+	WHERE status IN ('pending', 'running', 'dead') AND group_key IS NOT NULL;
+
+/*
+ * Keeps jobqueue.groups.running equal to the number of running jobs of
+ * each group, whatever statement moves the job (claim, complete, fail,
+ * reap, release, cancel, hand-written SQL), and creates a group's row
+ * with its first job.  The WHEN clauses leave jobs without a group, and
+ * updates that do not enter or leave running, untouched.
+ */
+CREATE FUNCTION jobqueue.jq_group_count()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'jq_group_count'
+LANGUAGE C;
+COMMENT ON FUNCTION jobqueue.jq_group_count() IS
+	'trigger: keeps jobqueue.groups (one row per group, its running jobs) exact';
+REVOKE ALL ON FUNCTION jobqueue.jq_group_count() FROM PUBLIC;
+
+CREATE TRIGGER jobs_group_insert AFTER INSERT ON jobqueue.jobs
+	FOR EACH ROW WHEN (NEW.group_key IS NOT NULL)
+	EXECUTE FUNCTION jobqueue.jq_group_count();
+CREATE TRIGGER jobs_group_status AFTER UPDATE OF status ON jobqueue.jobs
+	FOR EACH ROW WHEN (OLD.group_key IS NOT NULL AND
+					   (OLD.status = 'running') <> (NEW.status = 'running'))
+	EXECUTE FUNCTION jobqueue.jq_group_count();
+CREATE TRIGGER jobs_group_delete AFTER DELETE ON jobqueue.jobs
+	FOR EACH ROW WHEN (OLD.group_key IS NOT NULL AND OLD.status = 'running')
+	EXECUTE FUNCTION jobqueue.jq_group_count();
+
+/*
+ * One row per group of a queue: ready, running, scheduled (pending, not
+ * yet due) and dead jobs, whether the group is blocked (strict order and a
+ * dead head: nothing of the group runs until the head is replayed or
+ * cancelled), and how long its oldest ready job has waited.  Jobs without
+ * a group show as the group NULL.
+ */
+CREATE FUNCTION jobqueue.jq_group_stats(
+	queue_name text,
+	OUT group_key text,
+	OUT ready bigint,
+	OUT running bigint,
+	OUT scheduled bigint,
+	OUT dead bigint,
+	OUT blocked boolean,
+	OUT oldest_ready_age interval)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'jq_group_stats'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION jobqueue.jq_group_stats(text) IS
+	'per group of a queue: ready, running, scheduled and dead jobs, blocked (strict order, dead head), age of the oldest ready job';
+REVOKE ALL ON FUNCTION jobqueue.jq_group_stats(text) FROM PUBLIC;
+
+/*
+ * queue_stats gains the groups: with a ready job, with a running job, and
+ * blocked by a dead head (strictly ordered queues).  The columns are added
+ * at the end (after waiting), so the view keeps its grants.
+ */
+CREATE OR REPLACE VIEW jobqueue.queue_stats AS
+SELECT q.queue_name,
+	   q.paused,
+	   COALESCE(p.pending, 0) AS pending,
+	   COALESCE(p.ready, 0) AS ready,
+	   COALESCE(p.pending - p.ready, 0) AS scheduled,
+	   COALESCE(r.running, 0) AS running,
+	   COALESCE(r.expiring_soon, 0) AS expiring_soon,
+	   jobqueue.jq_finished_count(q.queue_name, 'succeeded') AS succeeded,
+	   d.dead,
+	   jobqueue.jq_finished_count(q.queue_name, 'cancelled') AS cancelled,
+	   p.oldest_ready_age,
+	   d.oldest_dead_age,
+	   w.waiting,
+	   gs.groups_ready,
+	   gs.groups_running,
+	   gs.groups_blocked
+FROM jobqueue.queues q
+LEFT JOIN
+	(SELECT j.queue_name,
+			pg_catalog.count(*) AS pending,
+			pg_catalog.count(*) FILTER (WHERE j.available_at <= pg_catalog.now()) AS ready,
+			pg_catalog.now() - pg_catalog.min(j.available_at)
+				FILTER (WHERE j.available_at <= pg_catalog.now()) AS oldest_ready_age
+	 FROM jobqueue.jobs j
+	 WHERE j.status = 'pending'
+	 GROUP BY j.queue_name) p ON p.queue_name = q.queue_name
+CROSS JOIN LATERAL
+	(SELECT pg_catalog.count(*) AS dead,
+			pg_catalog.now() - pg_catalog.min(j.finished_at) AS oldest_dead_age
+	 FROM jobqueue.jobs j
+	 WHERE j.queue_name = q.queue_name AND j.status = 'dead') d
+LEFT JOIN
+	(SELECT j.queue_name,
+			pg_catalog.count(*) AS running,
+			pg_catalog.count(*) FILTER (WHERE j.lease_expires_at <
+				pg_catalog.now() + GREATEST(interval '5 seconds', rq.lease_duration * 0.1)) AS expiring_soon
+	 FROM jobqueue.jobs j
+	 JOIN jobqueue.queues rq ON rq.queue_name = j.queue_name
+	 WHERE j.status = 'running'
+	 GROUP BY j.queue_name) r ON r.queue_name = q.queue_name
+CROSS JOIN LATERAL
+	(SELECT pg_catalog.count(*) AS waiting
+	 FROM jobqueue.jobs j
+	 WHERE j.queue_name = q.queue_name AND j.status < 'pending') w
+CROSS JOIN LATERAL
+	(SELECT pg_catalog.count(*) FILTER (WHERE EXISTS (
+				SELECT FROM jobqueue.jobs j
+				WHERE j.queue_name = gr.queue_name AND j.group_key = gr.group_key
+				  AND j.status = 'pending' AND j.available_at <= pg_catalog.now())) AS groups_ready,
+			pg_catalog.count(*) FILTER (WHERE gr.running > 0) AS groups_running,
+			pg_catalog.count(*) FILTER (WHERE q.group_ordered AND gr.group_key <> '' AND (
+				SELECT h.status = 'dead' FROM jobqueue.jobs h
+				WHERE h.queue_name = gr.queue_name AND h.group_key = gr.group_key
+				  AND h.status IN ('pending', 'running', 'dead')
+				ORDER BY h.id LIMIT 1)) AS groups_blocked
+	 FROM jobqueue.groups gr
+	 WHERE gr.queue_name = q.queue_name) gs;
+
+-- The new signatures, jq_progress, jq_job and jq_group_stats in the sets of rights.
 CREATE OR REPLACE FUNCTION jobqueue.jq_role_functions(kind text)
 RETURNS SETOF regprocedure
 LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp
@@ -491,8 +679,8 @@ BEGIN
 	RETURN QUERY
 		SELECT r.p FROM pg_catalog.unnest(CASE kind
 			WHEN 'producer' THEN ARRAY[
-				'jobqueue.jq_enqueue(text, jsonb, integer, timestamp with time zone, integer, text, bigint[])',
-				'jobqueue.jq_enqueue_many(text, jsonb[], integer, timestamp with time zone, bigint[])',
+				'jobqueue.jq_enqueue(text, jsonb, integer, timestamp with time zone, integer, text, bigint[], text)',
+				'jobqueue.jq_enqueue_many(text, jsonb[], integer, timestamp with time zone, bigint[], text[])',
 				'jobqueue.jq_job(bigint)']
 			WHEN 'worker' THEN ARRAY[
 				'jobqueue.jq_claim(text, integer, text, interval)',
@@ -504,8 +692,8 @@ BEGIN
 				'jobqueue.jq_progress(bigint, bigint, jsonb)',
 				'jobqueue.jq_job(bigint)']
 			WHEN 'admin' THEN ARRAY[
-				'jobqueue.jq_create_queue(text, integer, interval, interval, interval, interval, interval, boolean)',
-				'jobqueue.jq_alter_queue(text, integer, interval, interval, interval, interval, interval, boolean, boolean)',
+				'jobqueue.jq_create_queue(text, integer, interval, interval, interval, interval, interval, boolean, integer, boolean, text, interval)',
+				'jobqueue.jq_alter_queue(text, integer, interval, interval, interval, interval, interval, boolean, boolean, integer, boolean, text, interval)',
 				'jobqueue.jq_drop_queue(text, boolean)',
 				'jobqueue.jq_pause_queue(text)',
 				'jobqueue.jq_resume_queue(text)',
@@ -520,12 +708,14 @@ BEGIN
 				'jobqueue.jq_counters_reset(text)',
 				'jobqueue.jq_worker_status()',
 				'jobqueue.jq_worker_tasks()',
-				'jobqueue.jq_job(bigint)']
+				'jobqueue.jq_job(bigint)',
+				'jobqueue.jq_group_stats(text)']
 			WHEN 'monitor' THEN ARRAY[
 				'jobqueue.jq_finished_count(text, jobqueue.job_status)',
 				'jobqueue.jq_counters(boolean)',
 				'jobqueue.jq_worker_status()',
-				'jobqueue.jq_worker_tasks()']
+				'jobqueue.jq_worker_tasks()',
+				'jobqueue.jq_group_stats(text)']
 			END) AS f(name)
 		-- functions of later versions or of other features may be missing
 		CROSS JOIN LATERAL pg_catalog.to_regprocedure(f.name) AS r(p)

@@ -38,7 +38,8 @@ jq_caller_name(void)
 
 /*
  * jq_create_queue(queue_name, max_attempts, lease_duration, max_runtime,
- *				   backoff_base, backoff_max, retention, notify_finished)
+ *				   backoff_base, backoff_max, retention, notify_finished,
+ *				   group_concurrency, group_ordered, fairness, priority_aging)
  *		returns void
  *
  * Creating a queue that exists changes nothing and says so in a NOTICE, so
@@ -62,13 +63,7 @@ jq_create_queue(PG_FUNCTION_ARGS)
 	/* notify_finished: an argument since 1.2, absent in an older definition */
 	values[7] = BoolGetDatum(false);
 	if (PG_NARGS() > 7)
-	{
-		if (PG_ARGISNULL(7))
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("notify_finished must not be null")));
-		values[7] = PG_GETARG_DATUM(7);
-	}
+		values[7] = jq_arg_required(fcinfo, 7, "notify_finished");
 
 	jq_spi_connect();
 	jq_execute_once("create queue", "INSERT INTO jobqueue.queues "
@@ -82,6 +77,8 @@ jq_create_queue(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
 				 errmsg("queue \"%s\" already exists, skipping", queue_name),
 				 errdetail("Its settings were not changed; use jobqueue.jq_alter_queue to change them.")));
+	else
+		jq_ordering_set_policy(fcinfo, 8, queue_name, false);	/* ordering.c */
 	jq_spi_finish();
 
 	PG_RETURN_VOID();
@@ -90,7 +87,8 @@ jq_create_queue(PG_FUNCTION_ARGS)
 /*
  * jq_alter_queue(queue_name, max_attempts, lease_duration, max_runtime,
  *				  backoff_base, backoff_max, retention, notify,
- *				  notify_finished) returns void
+ *				  notify_finished, group_concurrency, group_ordered, fairness,
+ *				  priority_aging) returns void
  *
  * NULL leaves a setting unchanged.  New settings apply to later claims,
  * failures and purges; running leases keep their expiry.
@@ -146,6 +144,7 @@ jq_alter_queue(PG_FUNCTION_ARGS)
 					9, argtypes, values, nulls, SPI_OK_UPDATE);
 	if (SPI_processed == 0)
 		jq_raise_unknown_queue(queue_name);
+	jq_ordering_set_policy(fcinfo, 9, queue_name, true);	/* ordering.c */
 	jq_spi_finish();
 
 	PG_RETURN_VOID();
@@ -214,6 +213,9 @@ jq_drop_queue(PG_FUNCTION_ARGS)
 					1, argtypes, values, NULL, SPI_OK_DELETE);
 	jq_execute_once("drop queue", "DELETE FROM jobqueue.queues q WHERE q.queue_name = $1",
 					1, argtypes, values, NULL, SPI_OK_DELETE);
+	if (jq_ordering_installed())
+		jq_execute_once("drop groups", "DELETE FROM jobqueue.groups gr WHERE gr.queue_name = $1",
+						1, argtypes, values, NULL, SPI_OK_DELETE);
 	jq_spi_finish();
 
 	PG_RETURN_VOID();
@@ -381,7 +383,8 @@ jq_explain_claim(PG_FUNCTION_ARGS)
 	DropPreparedStatement("jobqueue_explain_claim", false);
 	jq_execute_once("prepare explain", psprintf("PREPARE jobqueue_explain_claim"
 							 "(text, int4, text, interval, timestamptz) AS %s",
-							 jq_plan_sql(JQ_PLAN_CLAIM)),
+							 jq_plan_sql(jq_ordering_installed() ?
+										 JQ_PLAN_CLAIM_PLAIN : JQ_PLAN_CLAIM)),
 					0, NULL, NULL, NULL, SPI_OK_UTILITY);
 	PG_TRY();
 	{

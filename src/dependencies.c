@@ -99,7 +99,8 @@ jq_int64_array(const int64 *ids, int n)
  * for jq_enqueue (payloads NULL: the one payload is values[1]; returns the
  * job's id) and jq_enqueue_many (each job's id goes to tupstore; returns
  * 0).  values and nulls are laid out as jq_enqueue's statement
- * parameters: queue, payload, priority, run_at, max_attempts, key, now.
+ * parameters: queue, payload, priority, run_at, max_attempts, key, now;
+ * group_keys is NULL or has one group key (or NULL) per payload.
  *
  * An unknown dependency is an error (23503, as a foreign key would say);
  * a dependency that succeeded is satisfied; if one is dead or cancelled,
@@ -108,12 +109,13 @@ jq_int64_array(const int64 *ids, int n)
 int64
 jq_enqueue_dependent(FunctionCallInfo fcinfo, Datum *values, char *nulls,
 					 ArrayType *payloads, ArrayType *depends_on,
+					 ArrayType *group_keys,
 					 Tuplestorestate *tupstore, TupleDesc tupdesc)
 {
 	char	   *queue_name = text_to_cstring(DatumGetTextPP(values[0]));
 	Datum		lock_values[1];
-	Datum		ins[10];
-	char		ins_nulls[10];
+	Datum		ins[11];
+	char		ins_nulls[11];
 	bool		isnull;
 	Datum		d;
 	int64		job_id = 0;
@@ -148,6 +150,9 @@ jq_enqueue_dependent(FunctionCallInfo fcinfo, Datum *values, char *nulls,
 		ins_nulls[8] = ins_nulls[9] = JQ_ISNULL;
 	else
 		ins[9] = jq_result(0, 4);
+	ins[10] = PointerGetDatum(group_keys);
+	if (group_keys == NULL)
+		ins_nulls[10] = JQ_ISNULL;
 
 	jq_execute(JQ_PLAN_ENQUEUE_DEPENDENT, ins, ins_nulls, SPI_OK_SELECT);
 	if (SPI_processed > 0)

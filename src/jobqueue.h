@@ -89,6 +89,15 @@ typedef enum JqPlanId
 	JQ_PLAN_DEPENDENTS_RELEASE,
 	JQ_PLAN_DEPENDENTS_CANCEL,
 	JQ_PLAN_RETRY_DEPENDENCIES,
+	/* Ordering and fairness (ordering.c) */
+	JQ_PLAN_ENQUEUE_GROUPED,
+	JQ_PLAN_ENQUEUE_MANY_GROUPED,
+	JQ_PLAN_CLAIM_PLAIN,
+	JQ_PLAN_QUEUE_POLICY,
+	JQ_PLAN_CLAIM_AGED,
+	JQ_PLAN_CLAIM_GROUPS,
+	JQ_PLAN_GROUP_COUNT,
+	JQ_PLAN_GROUP_STATS,
 	JQ_NUM_PLANS
 } JqPlanId;
 
@@ -175,6 +184,21 @@ extern ArrayType *jq_arg_array(FunctionCallInfo fcinfo, int argno,
 							   const char *what, Oid elemtype);
 extern void jq_raise_unknown_queue(const char *queue_name);
 
+/*
+ * Ordering and fairness (ordering.c): group keys, the queue policy
+ * arguments of jq_create_queue/jq_alter_queue, the claim statement chosen
+ * by the queue's policy.
+ */
+#define JQ_GROUP_KEY_MAXLEN		256
+extern text *jq_arg_group_key(FunctionCallInfo fcinfo, int argno);
+extern ArrayType *jq_arg_group_keys(FunctionCallInfo fcinfo, int argno,
+									int npayloads);
+extern uint64 jq_claim_execute(const char *queue_name, Datum *values,
+							   const char *nulls);
+extern bool jq_ordering_installed(void);
+extern void jq_ordering_set_policy(FunctionCallInfo fcinfo, int argno,
+								   const char *queue_name, bool alter);
+
 /* Set-returning helper (srf.c) */
 extern Tuplestorestate *jq_srf_init(FunctionCallInfo fcinfo,
 									TupleDesc *tupdesc);
@@ -186,7 +210,7 @@ extern void jq_wakeup_finished(int64 job_id, const char *status);
 /* Dependencies (dependencies.c) */
 extern int64 jq_enqueue_dependent(FunctionCallInfo fcinfo, Datum *values,
 								  char *nulls, ArrayType *payloads,
-								  ArrayType *depends_on,
+								  ArrayType *depends_on, ArrayType *group_keys,
 								  Tuplestorestate *tupstore,
 								  TupleDesc tupdesc);
 extern void jq_dependencies_resolve(const int64 *succeeded, int nsucceeded,

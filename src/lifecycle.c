@@ -318,7 +318,7 @@ jq_job_with_key(Datum queue, Datum key)
 
 /*
  * jq_enqueue(queue_name, payload, priority, run_at, max_attempts,
- *			  idempotency_key, depends_on) returns bigint
+ *			  idempotency_key, depends_on, group_key) returns bigint
  *
  * With depends_on (not NULL), the job is enqueued by dependencies.c.
  *
@@ -331,10 +331,11 @@ Datum
 jq_enqueue(PG_FUNCTION_ARGS)
 {
 	char	   *queue_name = jq_arg_queue_name(fcinfo, 0);
-	Datum		values[7];
-	char		nulls[7] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL};
+	Datum		values[8];
+	char		nulls[8] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL};
 	bool		isnull;
 	int64		job_id;
+	text	   *group_key;
 
 	values[0] = CStringGetTextDatum(queue_name);
 	values[1] = jq_arg_required(fcinfo, 1, "payload");
@@ -359,15 +360,34 @@ jq_enqueue(PG_FUNCTION_ARGS)
 		values[5] = PointerGetDatum(jq_arg_nonempty_text(fcinfo, 5, "idempotency key",
 														 JQ_IDEMPOTENCY_KEY_MAXLEN));
 	values[6] = TimestampTzGetDatum(GetCurrentTimestamp());
+	group_key = jq_arg_group_key(fcinfo, 7);
+	values[7] = PointerGetDatum(group_key);
+	if (group_key == NULL)
+		nulls[7] = JQ_ISNULL;
 
 	/* depends_on: an argument since 1.2, absent in an older definition */
 	if (PG_NARGS() > 6 && !PG_ARGISNULL(6))
+	{
+		Datum		key = values[7];
+		ArrayType  *keys = group_key == NULL ? NULL :
+			construct_array(&key, 1, TEXTOID, -1, false, TYPALIGN_INT);
+
 		PG_RETURN_INT64(jq_enqueue_dependent(fcinfo, values, nulls, NULL,
 											 jq_arg_depends_on(fcinfo, 6),
-											 NULL, NULL));
+											 keys, NULL, NULL));
+	}
 
 	jq_spi_connect();
-	jq_execute(JQ_PLAN_ENQUEUE, values, nulls, SPI_OK_INSERT_RETURNING);
+	/* before 1.2 (ALTER EXTENSION UPDATE not run) the schema has no groups */
+	if (jq_ordering_installed())
+		jq_execute(JQ_PLAN_ENQUEUE_GROUPED, values, nulls, SPI_OK_INSERT_RETURNING);
+	else if (group_key == NULL)
+		jq_execute(JQ_PLAN_ENQUEUE, values, nulls, SPI_OK_INSERT_RETURNING);
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("job groups need jobqueue 1.2"),
+				 errhint("Run ALTER EXTENSION jobqueue UPDATE.")));
 	if (SPI_processed == 1)
 	{
 		/* a job that is not ready yet is announced when it becomes ready */
@@ -395,7 +415,7 @@ jq_enqueue(PG_FUNCTION_ARGS)
 
 /*
  * jq_enqueue_many(queue_name, payloads jsonb[], priority, run_at,
- *				   depends_on) returns setof bigint
+ *				   depends_on, group_keys text[]) returns setof bigint
  *
  * One INSERT for all payloads; ids come back in payload order.  With
  * depends_on, every job waits for the same jobs (dependencies.c).
@@ -405,8 +425,9 @@ jq_enqueue_many(PG_FUNCTION_ARGS)
 {
 	char	   *queue_name = jq_arg_queue_name(fcinfo, 0);
 	ArrayType  *payloads = jq_arg_array(fcinfo, 1, "payloads", JSONBOID);
-	Datum		values[5];
-	char		nulls[5] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL};
+	ArrayType  *group_keys;
+	Datum		values[6];
+	char		nulls[6] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL};
 	bool		isnull;
 	TupleDesc	tupdesc;
 	Tuplestorestate *tupstore;
@@ -431,6 +452,11 @@ jq_enqueue_many(PG_FUNCTION_ARGS)
 	if (isnull)
 		nulls[3] = JQ_ISNULL;
 	values[4] = TimestampTzGetDatum(GetCurrentTimestamp());
+	group_keys = jq_arg_group_keys(fcinfo, 5,
+								   ArrayGetNItems(ARR_NDIM(payloads), ARR_DIMS(payloads)));
+	values[5] = PointerGetDatum(group_keys);
+	if (group_keys == NULL)
+		nulls[5] = JQ_ISNULL;
 
 	tupstore = jq_srf_init(fcinfo, &tupdesc);
 
@@ -449,13 +475,21 @@ jq_enqueue_many(PG_FUNCTION_ARGS)
 		dnulls[4] = dnulls[5] = JQ_ISNULL;
 		dvalues[1] = dvalues[4] = dvalues[5] = (Datum) 0;
 		(void) jq_enqueue_dependent(fcinfo, dvalues, dnulls, payloads,
-									jq_arg_depends_on(fcinfo, 4),
+									jq_arg_depends_on(fcinfo, 4), group_keys,
 									tupstore, tupdesc);
 		return (Datum) 0;
 	}
 
 	jq_spi_connect();
-	jq_execute(JQ_PLAN_ENQUEUE_MANY, values, nulls, SPI_OK_INSERT_RETURNING);
+	if (jq_ordering_installed())
+		jq_execute(JQ_PLAN_ENQUEUE_MANY_GROUPED, values, nulls, SPI_OK_INSERT_RETURNING);
+	else if (group_keys == NULL)
+		jq_execute(JQ_PLAN_ENQUEUE_MANY, values, nulls, SPI_OK_INSERT_RETURNING);
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("job groups need jobqueue 1.2"),
+				 errhint("Run ALTER EXTENSION jobqueue UPDATE.")));
 	(void) jq_note_outcome(JQ_TR_ENQUEUE, 0, NULL, NULL, NULL);
 	for (i = 0; i < SPI_processed; i++)
 	{
@@ -492,6 +526,7 @@ jq_claim(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	Tuplestorestate *tupstore;
 	uint64		i;
+	uint64		nclaimed;
 	instr_time	start;
 
 	jq_count_start(&start);
@@ -514,23 +549,24 @@ jq_claim(PG_FUNCTION_ARGS)
 	tupstore = jq_srf_init(fcinfo, &tupdesc);
 
 	jq_spi_connect();
-	jq_execute(JQ_PLAN_CLAIM, values, nulls, SPI_OK_SELECT);
-	jq_count(queue_name, JQ_CTR_CLAIMED, (int64) SPI_processed);
+	/* the statement of the queue's policy (ordering.c); 0: the queue exists */
+	nclaimed = jq_claim_execute(queue_name, values, nulls);
+	jq_count(queue_name, JQ_CTR_CLAIMED, (int64) nclaimed);
 	/* leases that may expire: the worker pool should come by soon */
-	if (SPI_processed > 0)
+	if (nclaimed > 0)
 		jq_note_activity();
-	for (i = 0; i < SPI_processed; i++)
+	for (i = 0; i < nclaimed; i++)
 	{
 		Datum		row[5];
 		bool		rownulls[5];
+		int			col;
 
-		heap_deform_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
-						  row, rownulls);
+		/* the first five columns; a statement may return more */
+		for (col = 0; col < 5; col++)
+			row[col] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
+									 col + 1, &rownulls[col]);
 		tuplestore_putvalues(tupstore, tupdesc, row, rownulls);
 	}
-	/* only after the loop: this lookup replaces SPI_tuptable */
-	if (SPI_processed == 0)
-		jq_require_queue(queue_name);
 	jq_spi_finish();
 	jq_count_call(queue_name, JQ_CTR_CLAIM_CALLS, &start);
 

@@ -174,6 +174,56 @@
 	"WHERE j.id = ANY (ARRAY(SELECT c.id FROM c)) " \
 	"RETURNING " JQ_OUTCOME_SQL("$2", JQ_QUEUE_NOTIFY_SQL, JQ_QUEUE_NOTIFY_FINISHED_SQL)
 
+/*
+ * Ordering and fairness (ordering.c).  A queue has a group policy when its
+ * claims must look at groups: a per-group limit, strict order per group,
+ * or round-robin fairness.  Q is the queues row.
+ */
+#define JQ_GROUP_POLICY_SQL \
+	"(q.group_concurrency IS NOT NULL OR q.group_ordered OR q.fairness <> 'priority')"
+
+/*
+ * The group key of a job enqueued without one: '' (the group of the jobs
+ * without a group) in a queue with a group policy, so that the claims of
+ * such a queue find every job through the group indexes; NULL otherwise.
+ */
+#define JQ_NO_GROUP_SQL \
+	"CASE WHEN " JQ_GROUP_POLICY_SQL " THEN '' END"
+
+/*
+ * Effective priority of job j under queue q's priority_aging (AGING_SECS,
+ * the interval in seconds as float8, NULL for none): priority plus one per
+ * full aging interval waited since available_at.  In float8, so that a
+ * long wait cannot overflow an integer.
+ */
+#define JQ_EFFECTIVE_PRIORITY_SQL(NOW, AGING_SECS) \
+	"(j.priority::float8 + COALESCE(pg_catalog.floor(" \
+	"pg_catalog.date_part('epoch', " NOW " - j.available_at) / " AGING_SECS "), 0))"
+
+/*
+ * Can group gr of queue q start a job now (CTE q: lim, ordered)?  Below
+ * its limit; for strict order, nothing running and its head (the oldest
+ * unfinished job) pending and due; otherwise a ready job.  The group of
+ * the jobs without a group ('') has neither limit nor order.
+ */
+#define JQ_GROUP_ADMISSIBLE_SQL \
+	"(gr.group_key = '' OR q.lim IS NULL OR gr.running < q.lim) " \
+	"AND (gr.group_key = '' OR NOT q.ordered OR gr.running = 0) " \
+	"AND CASE WHEN q.ordered AND gr.group_key <> '' THEN (" \
+	"  SELECT h.status = 'pending' AND h.available_at <= $5 " \
+	"  FROM jobqueue.jobs h WHERE h.queue_name = $1 AND h.group_key = gr.group_key " \
+	"    AND h.status IN ('pending', 'running', 'dead') " \
+	"  ORDER BY h.id LIMIT 1) " \
+	"ELSE EXISTS (SELECT FROM jobqueue.jobs r WHERE r.queue_name = $1 " \
+	"  AND r.group_key = gr.group_key AND r.status = 'pending' " \
+	"  AND r.available_at <= $5) END "
+
+/* One branch of the rotation over the groups: RANGE is a condition on gr */
+#define JQ_GROUP_BRANCH_SQL(RANGE) \
+	"SELECT * FROM (SELECT gr.group_key, gr.running FROM jobqueue.groups gr, q " \
+	"  WHERE gr.queue_name = $1 AND " RANGE " AND " JQ_GROUP_ADMISSIBLE_SQL \
+	"  ORDER BY gr.group_key LIMIT $2 FOR UPDATE OF gr SKIP LOCKED) b "
+
 typedef struct JqPlanSpec
 {
 	const char *sql;
@@ -610,18 +660,20 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * JQ_PLAN_ENQUEUE_DEPENDENT: $1 queue, $2 payloads, $3 priority, $4
 	 * run_at, $5 max_attempts, $6 idempotency key, $7 now, $8 the
 	 * dependencies that have not succeeded, $9 the first that is dead or
-	 * cancelled (NULL if none), $10 its status.  JQ_PLAN_ENQUEUE and
-	 * JQ_PLAN_ENQUEUE_MANY for jobs with dependencies: each job waits for
-	 * $8 (one row of job_dependencies each), or is cancelled at once when
-	 * $9 failed.  Outcome, in payload order.
+	 * cancelled (NULL if none), $10 its status, $11 group keys (NULL, or
+	 * one per payload).  JQ_PLAN_ENQUEUE and JQ_PLAN_ENQUEUE_MANY for jobs
+	 * with dependencies: each job waits for $8 (one row of job_dependencies
+	 * each), or is cancelled at once when $9 failed.  Outcome, in payload
+	 * order.
 	 */
 	[JQ_PLAN_ENQUEUE_DEPENDENT] = {
-		"WITH q AS (SELECT q.max_attempts, q.notify, q.notify_finished "
+		"WITH q AS (SELECT q.max_attempts, q.notify, q.notify_finished, "
+		"                  " JQ_NO_GROUP_SQL " AS no_group "
 		"           FROM jobqueue.queues q WHERE q.queue_name = $1), "
 		"i AS (INSERT INTO jobqueue.jobs AS j "
 		"        (queue_name, payload, priority, available_at, max_attempts, "
 		"         idempotency_key, status, dependencies_left, finished_at, "
-		"         last_error_code, errors) "
+		"         last_error_code, errors, group_key) "
 		"      SELECT $1, p.payload, $3, COALESCE($4, $7), COALESCE($5, q.max_attempts), $6, "
 		"        CASE WHEN $9::bigint IS NOT NULL THEN 'cancelled' "
 		"             WHEN pg_catalog.cardinality($8) > 0 THEN 'waiting' "
@@ -631,8 +683,10 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"        CASE WHEN $9::bigint IS NOT NULL THEN '" JQ_DEPENDENCY_FAILED_CODE "' END, "
 		"        CASE WHEN $9::bigint IS NOT NULL THEN pg_catalog.jsonb_build_array("
 		"          " JQ_DEPENDENCY_ENTRY_SQL("$7", "$9", "$10") ") "
-		"             ELSE '[]'::jsonb END "
-		"      FROM q, pg_catalog.unnest($2) WITH ORDINALITY AS p(payload, ord) "
+		"             ELSE '[]'::jsonb END, "
+		"        COALESCE(p.group_key, q.no_group) "
+		"      FROM q, ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($11)) "
+		"             WITH ORDINALITY AS p(payload, group_key, ord) "
 		"      ORDER BY p.ord "
 		"      ON CONFLICT (queue_name, idempotency_key) WHERE idempotency_key IS NOT NULL "
 		"      DO NOTHING "
@@ -642,8 +696,8 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"SELECT " JQ_OUTCOME_SQL("$7", "(SELECT q.notify FROM q)",
 								 "(SELECT q.notify_finished FROM q)") " "
 		"FROM i AS j ORDER BY j.id",
-		10, {TEXTOID, JSONBARRAYOID, INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID,
-		TIMESTAMPTZOID, INT8ARRAYOID, INT8OID, TEXTOID},
+		11, {TEXTOID, JSONBARRAYOID, INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID,
+		TIMESTAMPTZOID, INT8ARRAYOID, INT8OID, TEXTOID, TEXTARRAYOID},
 		.name = "enqueue dependent"
 	},
 	/*
@@ -713,6 +767,272 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"ORDER BY d.depends_on LIMIT 1",
 		1, {INT8OID},
 		.name = "retry dependencies"
+	},
+
+	/*------------------------------------------------------------------
+	 * Ordering and fairness (ordering.c)
+	 *------------------------------------------------------------------
+	 */
+
+	/*
+	 * JQ_PLAN_ENQUEUE_GROUPED: $1 queue, $2 payload, $3 priority, $4 run_at, $5
+	 * max_attempts, $6 idempotency key, $7 now, $8 group key; JQ_PLAN_ENQUEUE
+	 * with the group (JQ_PLAN_ENQUEUE serves a schema from before 1.2).  No row back
+	 * means either no such queue or an existing idempotency key.  Outcome,
+	 * then the id.
+	 */
+	[JQ_PLAN_ENQUEUE_GROUPED] = {
+		"WITH q AS (SELECT q.max_attempts, q.notify, " JQ_NO_GROUP_SQL " AS no_group "
+		"           FROM jobqueue.queues q WHERE q.queue_name = $1) "
+		"INSERT INTO jobqueue.jobs AS j "
+		"  (queue_name, payload, priority, available_at, max_attempts, idempotency_key, "
+		"   group_key) "
+		"SELECT $1, $2, $3, COALESCE($4, $7), "
+		"       COALESCE($5, q.max_attempts), $6, COALESCE($8, q.no_group) FROM q "
+		"ON CONFLICT (queue_name, idempotency_key) WHERE idempotency_key IS NOT NULL "
+		"DO NOTHING "
+		"RETURNING " JQ_OUTCOME_SQL("$7", "(SELECT q.notify FROM q)", "false") ", j.id",
+		8, {TEXTOID, JSONBOID, INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TEXTOID},
+		.name = "enqueue grouped"
+	},	/*
+	 * JQ_PLAN_ENQUEUE_MANY_GROUPED: $1 queue, $2 payloads, $3 priority, $4 run_at,
+	 * $5 now, $6 group keys (NULL, or one per payload); JQ_PLAN_ENQUEUE_MANY
+	 * with the groups.  Identity values are
+	 * drawn in payload order.  Outcome, then the id.
+	 */
+	[JQ_PLAN_ENQUEUE_MANY_GROUPED] = {
+		"WITH q AS (SELECT q.max_attempts, q.notify, " JQ_NO_GROUP_SQL " AS no_group "
+		"           FROM jobqueue.queues q WHERE q.queue_name = $1) "
+		"INSERT INTO jobqueue.jobs AS j "
+		"  (queue_name, payload, priority, available_at, max_attempts, group_key) "
+		"SELECT $1, p.payload, $3, COALESCE($4, $5), q.max_attempts, "
+		"       COALESCE(p.group_key, q.no_group) "
+		"FROM q, ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($6)) "
+		"       WITH ORDINALITY AS p(payload, group_key, ord) "
+		"ORDER BY p.ord "
+		"RETURNING " JQ_OUTCOME_SQL("$5", "(SELECT q.notify FROM q)", "false") ", j.id",
+		6, {TEXTOID, JSONBARRAYOID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTARRAYOID},
+		.name = "enqueue many grouped"
+	},	/*
+	 * JQ_PLAN_CLAIM_PLAIN: $1 queue, $2 n, $3 owner, $4 lease, $5 now.
+	 *
+	 * One statement: pick the ready jobs in claim order from the partial
+	 * index, lock them skipping those another transaction holds, and lease
+	 * them.  A paused or missing queue stops the scan before it starts (the
+	 * EXISTS is a one-time filter).  The lease never runs past max_runtime.
+	 * JQ_PLAN_CLAIM with one more condition: a queue with an ordering
+	 * policy is left to JQ_PLAN_CLAIM_AGED and JQ_PLAN_CLAIM_GROUPS, here it
+	 * claims nothing.  The claim of a queue without a policy; JQ_PLAN_CLAIM
+	 * serves a schema from before 1.2 (new library, ALTER EXTENSION UPDATE
+	 * not yet run).
+	 */
+	[JQ_PLAN_CLAIM_PLAIN] = {
+		"WITH q AS (SELECT q.lease_duration, q.max_runtime FROM jobqueue.queues q "
+		"           WHERE q.queue_name = $1 AND NOT q.paused "
+		"             AND NOT " JQ_GROUP_POLICY_SQL " AND q.priority_aging IS NULL), "
+		"c AS (SELECT j.id FROM jobqueue.jobs j "
+		"      WHERE j.queue_name = $1 AND j.status = 'pending' "
+		"        AND j.available_at <= $5 AND EXISTS (SELECT FROM q) "
+		"      ORDER BY j.priority DESC, j.available_at, j.id "
+		"      LIMIT $2 FOR UPDATE OF j SKIP LOCKED), "
+		"u AS (UPDATE jobqueue.jobs j SET status = 'running', "
+		"        attempt_count = j.attempt_count + 1, lease_owner = $3, "
+		"        lease_token = j.lease_token + 1, started_at = $5, "
+		"        lease_expires_at = $5 + LEAST("
+		"          COALESCE($4, q.lease_duration), q.max_runtime) "
+		"      FROM q WHERE j.id = ANY (ARRAY(SELECT c.id FROM c)) "
+		"      RETURNING j.id, j.payload, j.attempt_count, j.lease_token, "
+		"                j.lease_expires_at, j.priority, j.available_at) "
+		"SELECT u.id, u.payload, u.attempt_count, u.lease_token, u.lease_expires_at "
+		"FROM u ORDER BY u.priority DESC, u.available_at, u.id",
+		5, {TEXTOID, INT4OID, TEXTOID, INTERVALOID, TIMESTAMPTZOID},
+		.name = "claim plain"
+	},	/*
+	 * JQ_PLAN_QUEUE_POLICY: $1 queue.  Which claim statement the queue
+	 * needs: a group policy, priority aging.
+	 */
+	[JQ_PLAN_QUEUE_POLICY] = {
+		"SELECT " JQ_GROUP_POLICY_SQL ", q.priority_aging IS NOT NULL "
+		"FROM jobqueue.queues q WHERE q.queue_name = $1",
+		1, {TEXTOID},
+		.name = "queue policy", .read_only = true
+	},
+	/*
+	 * JQ_PLAN_CLAIM_AGED: $1 queue, $2 n, $3 owner, $4 lease, $5 now; the
+	 * claim of a queue with priority_aging and no group policy.
+	 *
+	 * Within one priority the oldest job has the highest effective
+	 * priority, so the n best jobs are among the n oldest ready jobs of
+	 * each distinct priority: the recursive part skips from one priority
+	 * to the next in jobs_claim_idx (one probe each), the lateral part
+	 * reads the n oldest of each (locking them, skipping locked ones), and
+	 * the best n by effective priority are leased.  The cost grows with
+	 * the number of distinct priorities, not with the backlog.
+	 */
+	[JQ_PLAN_CLAIM_AGED] = {
+		"WITH RECURSIVE q AS (SELECT q.lease_duration, q.max_runtime, "
+		"             pg_catalog.date_part('epoch', q.priority_aging) AS aging "
+		"           FROM jobqueue.queues q "
+		"           WHERE q.queue_name = $1 AND NOT q.paused "
+		"             AND NOT " JQ_GROUP_POLICY_SQL " AND q.priority_aging IS NOT NULL), "
+		"p(priority) AS ("
+		"  (SELECT j.priority FROM jobqueue.jobs j "
+		"   WHERE j.queue_name = $1 AND j.status = 'pending' AND EXISTS (SELECT FROM q) "
+		"   ORDER BY j.priority DESC LIMIT 1) "
+		"  UNION ALL "
+		"  SELECT (SELECT j.priority FROM jobqueue.jobs j "
+		"          WHERE j.queue_name = $1 AND j.status = 'pending' "
+		"            AND j.priority < p.priority "
+		"          ORDER BY j.priority DESC LIMIT 1) "
+		"  FROM p WHERE p.priority IS NOT NULL), "
+		"c AS (SELECT x.id, x.eff, x.available_at FROM p CROSS JOIN LATERAL ("
+		"        SELECT j.id, j.available_at, "
+		"               " JQ_EFFECTIVE_PRIORITY_SQL("$5", "(SELECT q.aging FROM q)") " AS eff "
+		"        FROM jobqueue.jobs j "
+		"        WHERE j.queue_name = $1 AND j.status = 'pending' "
+		"          AND j.priority = p.priority AND j.available_at <= $5 "
+		"        ORDER BY j.available_at, j.id LIMIT $2 "
+		"        FOR UPDATE OF j SKIP LOCKED) x "
+		"      WHERE p.priority IS NOT NULL "
+		"      ORDER BY x.eff DESC, x.available_at, x.id LIMIT $2), "
+		"u AS (UPDATE jobqueue.jobs j SET status = 'running', "
+		"        attempt_count = j.attempt_count + 1, lease_owner = $3, "
+		"        lease_token = j.lease_token + 1, started_at = $5, "
+		"        lease_expires_at = $5 + LEAST("
+		"          COALESCE($4, q.lease_duration), q.max_runtime) "
+		"      FROM q WHERE j.queue_name = $1 AND j.id = ANY (ARRAY(SELECT c.id FROM c)) "
+		"      RETURNING j.id, j.payload, j.attempt_count, j.lease_token, "
+		"                j.lease_expires_at) "
+		"SELECT u.id, u.payload, u.attempt_count, u.lease_token, u.lease_expires_at "
+		"FROM u JOIN c ON c.id = u.id ORDER BY c.eff DESC, c.available_at, c.id",
+		5, {TEXTOID, INT4OID, TEXTOID, INTERVALOID, TIMESTAMPTZOID},
+		.name = "claim aged"
+	},
+	/*
+	 * JQ_PLAN_CLAIM_GROUPS: $1 queue, $2 n, $3 owner, $4 lease, $5 now, $6
+	 * rotation cursor (the last group this backend served, NULL: from the
+	 * start); the claim of a queue with a group policy.
+	 *
+	 * g0: up to n groups that can start a job, in rotation order (group
+	 * keys after the cursor, then from the start), each row locked FOR
+	 * UPDATE SKIP LOCKED: a group is served by one claim at a time, and its
+	 * running counter is read from the locked, current row version (READ
+	 * COMMITTED rechecks the conditions on it), so the limit and the strict
+	 * order hold against concurrent claims.  g: how many jobs each group
+	 * may give: 1 for a strictly ordered group (its head), the free slots
+	 * under group_concurrency, and for round_robin ceil(n / groups).  c: the
+	 * candidates of each group (its best ready jobs, or its head), ranked
+	 * by (turn, rotation position) for round_robin, by effective priority
+	 * otherwise; the first n are locked (SKIP LOCKED, status rechecked) and
+	 * leased.  Returns the claim's columns, then the group and its rotation
+	 * position, for the cursor.
+	 */
+	[JQ_PLAN_CLAIM_GROUPS] = {
+		"WITH q AS (SELECT q.lease_duration, q.max_runtime, q.group_concurrency AS lim, "
+		"             q.group_ordered AS ordered, q.fairness = 'round_robin' AS rr, "
+		"             pg_catalog.date_part('epoch', q.priority_aging) AS aging "
+		"           FROM jobqueue.queues q WHERE q.queue_name = $1 AND NOT q.paused), "
+		"g0 AS (SELECT s.group_key, s.running, pg_catalog.row_number() OVER () AS pos "
+		"       FROM (SELECT * FROM ("
+		JQ_GROUP_BRANCH_SQL("$6::text IS NULL")
+		"             UNION ALL "
+		JQ_GROUP_BRANCH_SQL("gr.group_key > $6")
+		"             UNION ALL "
+		JQ_GROUP_BRANCH_SQL("gr.group_key <= $6")
+		"             ) s0 LIMIT $2) s), "
+		"g AS (SELECT g0.group_key, g0.pos, "
+		"        (g0.group_key <> '' AND q.ordered) AS head_only, "
+		"        LEAST($2::bigint, "
+		"          CASE WHEN g0.group_key <> '' AND q.lim IS NOT NULL "
+		"               THEN q.lim - g0.running ELSE $2 END, "
+		"          CASE WHEN q.rr THEN ($2 + n.ng - 1) / n.ng ELSE $2 END) AS cap "
+		"      FROM g0, q, (SELECT pg_catalog.count(*) AS ng FROM g0) n), "
+		"c AS (SELECT x.id, g.group_key, g.pos, pg_catalog.row_number() OVER ("
+		"        ORDER BY CASE WHEN q.rr THEN x.turn END, CASE WHEN q.rr THEN g.pos END, "
+		"                 x.eff DESC, x.available_at, x.id) AS rank "
+		"      FROM g CROSS JOIN q CROSS JOIN LATERAL ("
+		"        SELECT y.id, y.available_at, y.eff, "
+		"               pg_catalog.row_number() OVER () AS turn "
+		"        FROM (SELECT * FROM ("
+		"                SELECT j.id, j.available_at, "
+		"                       " JQ_EFFECTIVE_PRIORITY_SQL("$5", "q.aging") " AS eff "
+		"                FROM jobqueue.jobs j "
+		"                WHERE NOT g.head_only AND j.queue_name = $1 "
+		"                  AND j.group_key = g.group_key AND j.status = 'pending' "
+		"                  AND j.available_at <= $5 "
+		"                ORDER BY j.priority DESC, j.available_at, j.id LIMIT g.cap) a "
+		"              UNION ALL "
+		"              SELECT * FROM ("
+		"                SELECT j.id, j.available_at, "
+		"                       " JQ_EFFECTIVE_PRIORITY_SQL("$5", "q.aging") " AS eff "
+		"                FROM (SELECT h.id FROM jobqueue.jobs h "
+		"                      WHERE g.head_only AND h.queue_name = $1 "
+		"                        AND h.group_key = g.group_key "
+		"                        AND h.status IN ('pending', 'running', 'dead') "
+		"                      ORDER BY h.id LIMIT 1) hd "
+		"                  JOIN jobqueue.jobs j ON j.queue_name = $1 AND j.id = hd.id "
+		"                WHERE j.status = 'pending' AND j.available_at <= $5) b) y) x "
+		"      ORDER BY rank LIMIT $2), "
+		"l AS (SELECT j.id FROM jobqueue.jobs j "
+		"      WHERE j.queue_name = $1 AND j.id = ANY (ARRAY(SELECT c.id FROM c)) "
+		"        AND j.status = 'pending' "
+		"      FOR UPDATE OF j SKIP LOCKED), "
+		"u AS (UPDATE jobqueue.jobs j SET status = 'running', "
+		"        attempt_count = j.attempt_count + 1, lease_owner = $3, "
+		"        lease_token = j.lease_token + 1, started_at = $5, "
+		"        lease_expires_at = $5 + LEAST("
+		"          COALESCE($4, q.lease_duration), q.max_runtime) "
+		"      FROM q WHERE j.queue_name = $1 AND j.id = ANY (ARRAY(SELECT l.id FROM l)) "
+		"      RETURNING j.id, j.payload, j.attempt_count, j.lease_token, "
+		"                j.lease_expires_at) "
+		"SELECT u.id, u.payload, u.attempt_count, u.lease_token, u.lease_expires_at, "
+		"       c.group_key, c.pos "
+		"FROM u JOIN c ON c.id = u.id ORDER BY c.rank",
+		6, {TEXTOID, INT4OID, TEXTOID, INTERVALOID, TIMESTAMPTZOID, TEXTOID},
+		.name = "claim groups"
+	},
+	/*
+	 * JQ_PLAN_GROUP_COUNT: $1 queue, $2 group, $3 change of its running
+	 * jobs (the trigger jq_group_count).  Creates the group's row with its
+	 * first job; an insert of a pending job into an existing group writes
+	 * nothing.  Operators qualified: triggers also fire under a caller's
+	 * search_path (hand-written SQL).
+	 */
+	[JQ_PLAN_GROUP_COUNT] = {
+		"INSERT INTO jobqueue.groups AS gr (queue_name, group_key, running) "
+		"VALUES ($1, $2, GREATEST($3, 0)) "
+		"ON CONFLICT (queue_name, group_key) DO UPDATE "
+		"SET running = GREATEST(gr.running OPERATOR(pg_catalog.+) $3, 0) "
+		"WHERE $3 OPERATOR(pg_catalog.<>) 0",
+		3, {TEXTOID, TEXTOID, INT4OID},
+		.name = "group count"
+	},
+	/*
+	 * JQ_PLAN_GROUP_STATS: $1 queue, $2 now.  One row per group with jobs
+	 * in it (or running ones); see jq_group_stats().
+	 */
+	[JQ_PLAN_GROUP_STATS] = {
+		"SELECT NULLIF(gr.group_key, ''), s.ready, s.running, s.scheduled, s.dead, "
+		"       COALESCE(q.group_ordered AND gr.group_key <> '' AND ("
+		"         SELECT h.status = 'dead' FROM jobqueue.jobs h "
+		"         WHERE h.queue_name = $1 AND h.group_key = gr.group_key "
+		"           AND h.status IN ('pending', 'running', 'dead') "
+		"         ORDER BY h.id LIMIT 1), false), "
+		"       s.oldest "
+		"FROM jobqueue.queues q JOIN jobqueue.groups gr ON gr.queue_name = q.queue_name "
+		"CROSS JOIN LATERAL (SELECT "
+		"    pg_catalog.count(*) FILTER (WHERE j.status = 'pending' AND j.available_at <= $2) AS ready, "
+		"    pg_catalog.count(*) FILTER (WHERE j.status = 'running') AS running, "
+		"    pg_catalog.count(*) FILTER (WHERE j.status = 'pending' AND j.available_at > $2) AS scheduled, "
+		"    pg_catalog.count(*) FILTER (WHERE j.status = 'dead') AS dead, "
+		"    $2 - pg_catalog.min(j.available_at) "
+		"      FILTER (WHERE j.status = 'pending' AND j.available_at <= $2) AS oldest "
+		"  FROM jobqueue.jobs j WHERE j.queue_name = $1 AND j.group_key = gr.group_key "
+		"    AND j.status IN ('pending', 'running', 'dead')) s "
+		"WHERE q.queue_name = $1 AND s.ready + s.running + s.scheduled + s.dead > 0 "
+		"ORDER BY gr.group_key",
+		2, {TEXTOID, TIMESTAMPTZOID},
+		.name = "group stats", .read_only = true
 	},
 };
 

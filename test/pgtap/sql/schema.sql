@@ -138,20 +138,20 @@ FROM (VALUES
 --
 CREATE TEMP TABLE fn (ord int, name name, argtypes name[], args text, result text);
 INSERT INTO fn VALUES
-	(1, 'jq_create_queue', '{text,integer,interval,interval,interval,interval,interval,boolean}',
-	 'queue_name text, max_attempts integer DEFAULT 8, lease_duration interval DEFAULT ''00:01:00''::interval, max_runtime interval DEFAULT ''01:00:00''::interval, backoff_base interval DEFAULT ''00:00:10''::interval, backoff_max interval DEFAULT ''01:00:00''::interval, retention interval DEFAULT ''7 days''::interval, notify_finished boolean DEFAULT false',
+	(1, 'jq_create_queue', '{text,integer,interval,interval,interval,interval,interval,boolean,integer,boolean,text,interval}',
+	 'queue_name text, max_attempts integer DEFAULT 8, lease_duration interval DEFAULT ''00:01:00''::interval, max_runtime interval DEFAULT ''01:00:00''::interval, backoff_base interval DEFAULT ''00:00:10''::interval, backoff_max interval DEFAULT ''01:00:00''::interval, retention interval DEFAULT ''7 days''::interval, notify_finished boolean DEFAULT false, group_concurrency integer DEFAULT NULL::integer, group_ordered boolean DEFAULT false, fairness text DEFAULT ''priority''::text, priority_aging interval DEFAULT NULL::interval',
 	 'void'),
-	(2, 'jq_alter_queue', '{text,integer,interval,interval,interval,interval,interval,boolean,boolean}',
-	 'queue_name text, max_attempts integer DEFAULT NULL::integer, lease_duration interval DEFAULT NULL::interval, max_runtime interval DEFAULT NULL::interval, backoff_base interval DEFAULT NULL::interval, backoff_max interval DEFAULT NULL::interval, retention interval DEFAULT NULL::interval, notify boolean DEFAULT NULL::boolean, notify_finished boolean DEFAULT NULL::boolean',
+	(2, 'jq_alter_queue', '{text,integer,interval,interval,interval,interval,interval,boolean,boolean,integer,boolean,text,interval}',
+	 'queue_name text, max_attempts integer DEFAULT NULL::integer, lease_duration interval DEFAULT NULL::interval, max_runtime interval DEFAULT NULL::interval, backoff_base interval DEFAULT NULL::interval, backoff_max interval DEFAULT NULL::interval, retention interval DEFAULT NULL::interval, notify boolean DEFAULT NULL::boolean, notify_finished boolean DEFAULT NULL::boolean, group_concurrency integer DEFAULT NULL::integer, group_ordered boolean DEFAULT NULL::boolean, fairness text DEFAULT NULL::text, priority_aging interval DEFAULT NULL::interval',
 	 'void'),
 	(3, 'jq_drop_queue', '{text,boolean}', 'queue_name text, force boolean DEFAULT false', 'void'),
 	(4, 'jq_pause_queue', '{text}', 'queue_name text', 'void'),
 	(5, 'jq_resume_queue', '{text}', 'queue_name text', 'void'),
-	(6, 'jq_enqueue', '{text,jsonb,integer,timestamp with time zone,integer,text,bigint[]}',
-	 'queue_name text, payload jsonb, priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, max_attempts integer DEFAULT NULL::integer, idempotency_key text DEFAULT NULL::text, depends_on bigint[] DEFAULT NULL::bigint[]',
+	(6, 'jq_enqueue', '{text,jsonb,integer,timestamp with time zone,integer,text,bigint[],text}',
+	 'queue_name text, payload jsonb, priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, max_attempts integer DEFAULT NULL::integer, idempotency_key text DEFAULT NULL::text, depends_on bigint[] DEFAULT NULL::bigint[], group_key text DEFAULT NULL::text',
 	 'bigint'),
-	(7, 'jq_enqueue_many', '{text,jsonb[],integer,timestamp with time zone,bigint[]}',
-	 'queue_name text, payloads jsonb[], priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, depends_on bigint[] DEFAULT NULL::bigint[]',
+	(7, 'jq_enqueue_many', '{text,jsonb[],integer,timestamp with time zone,bigint[],text[]}',
+	 'queue_name text, payloads jsonb[], priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, depends_on bigint[] DEFAULT NULL::bigint[], group_keys text[] DEFAULT NULL::text[]',
 	 'SETOF bigint'),
 	(8, 'jq_claim', '{text,integer,text,interval}',
 	 'queue_name text, n integer, owner text, lease interval DEFAULT NULL::interval',
@@ -248,6 +248,32 @@ SELECT is(pg_get_indexdef('jobqueue.jobs_waiting_idx'::regclass),
 SELECT ok(pg_get_expr(i.indpred, i.indrelid) = '(status = ''pending''::jobqueue.job_status)',
 	'jobs_claim_idx holds pending jobs only')
 FROM pg_index i WHERE i.indexrelid = 'jobqueue.jobs_claim_idx'::regclass;
+-- 1.2, ordering and fairness: the group of a job, the queue policy, the
+-- groups table and its indexes, the trigger that keeps it
+--
+SELECT col_type_is('jobqueue', 'jobs', 'group_key', 'text', 'jobs.group_key is text');
+SELECT col_is_null('jobqueue', 'jobs', 'group_key', 'jobs.group_key is nullable');
+SELECT col_has_check('jobqueue', 'jobs', 'group_key', 'jobs.group_key has a check constraint');
+SELECT col_type_is('jobqueue', 'queues', c.col, c.typ, format('queues.%s is %s', c.col, c.typ))
+FROM (VALUES ('group_concurrency', 'integer'), ('group_ordered', 'boolean'),
+	('fairness', 'text'), ('priority_aging', 'interval')) c(col, typ);
+SELECT col_default_is('jobqueue', 'queues', c.col, c.def, format('queues.%s defaults to %s', c.col, c.def))
+FROM (VALUES ('group_ordered', 'false'), ('fairness', 'priority')) c(col, def);
+SELECT col_has_check('jobqueue', 'queues', c.col, format('queues.%s has a check constraint', c.col))
+FROM unnest(ARRAY['group_concurrency', 'fairness', 'priority_aging']) c(col);
+SELECT has_table('jobqueue', 'groups', 'table jobqueue.groups exists');
+SELECT col_is_pk('jobqueue', 'groups', ARRAY['queue_name', 'group_key'],
+	'groups has the primary key (queue_name, group_key)');
+SELECT col_type_is('jobqueue', 'groups', 'running', 'integer', 'groups.running is integer');
+SELECT has_index('jobqueue', 'jobs', i.name, i.cols, format('index %s exists on (%s)', i.name, array_to_string(i.cols, ', ')))
+FROM (VALUES ('jobs_group_idx', ARRAY['queue_name', 'group_key', 'priority', 'available_at', 'id']::name[]),
+	('jobs_group_head_idx', ARRAY['queue_name', 'group_key', 'id']::name[])) i(name, cols);
+SELECT has_trigger('jobqueue', 'jobs', t, format('trigger %s exists', t))
+FROM unnest(ARRAY['jobs_group_insert', 'jobs_group_status', 'jobs_group_delete']::name[]) t;
+SELECT has_function('jobqueue', 'jq_group_stats', ARRAY['text']);
+SELECT is(pg_get_function_result('jobqueue.jq_group_stats(text)'::regprocedure),
+	'SETOF record', 'result of jq_group_stats');
+SELECT is_definer('jobqueue', 'jq_group_stats', ARRAY['text']);
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -1,0 +1,634 @@
+/*-------------------------------------------------------------------------
+ *
+ * ordering.c
+ *	  Ordering and fairness: job groups, per-group concurrency limits,
+ *	  strict order per group, round-robin claims and priority aging.
+ *
+ * A job may carry a group key.  A queue's policy (columns of
+ * jobqueue.queues) says what the groups mean to its claims:
+ *
+ *	group_concurrency	at most this many running jobs per group
+ *	group_ordered		a group's jobs run one at a time, in id order; the
+ *						next starts when the one before it succeeded or was
+ *						cancelled
+ *	fairness			'priority' (today's order) or 'round_robin' (claims
+ *						rotate over the groups that have ready jobs)
+ *	priority_aging		effective priority = priority + one per interval
+ *						waited
+ *
+ * The claim statement is chosen by the policy (jq_claim_execute): a queue
+ * without any keeps the plain JQ_PLAN_CLAIM, unchanged; aging alone uses
+ * JQ_PLAN_CLAIM_AGED; a group policy JQ_PLAN_CLAIM_GROUPS.  Each statement
+ * reads the policy itself and the first two refuse a queue that has
+ * another one, so a policy changed by another session can never make a
+ * claim break a limit: at worst a claim finds nothing, looks the policy up
+ * again and runs the right statement.
+ *
+ * Why the group limits hold (see also src/README.md): jobqueue.groups has
+ * one row per (queue, group) with its number of running jobs.  The
+ * triggers on jobqueue.jobs (jq_group_count) change that number in the
+ * same transaction as every move of a grouped job into or out of running,
+ * whatever the statement, so it is exact at every commit and survives
+ * crashes like any row.  A claim with a group policy locks the row of each
+ * group it takes jobs from (FOR UPDATE SKIP LOCKED) and reads the counter
+ * from the locked, newest row version; the claim's own trigger updates
+ * add its jobs before it commits and releases the lock.  Two claims
+ * therefore never serve one group at the same time, and the second sees
+ * the first's jobs in the counter.  A strictly ordered group is only
+ * served with a counter of 0 and its oldest unfinished job pending.
+ *
+ * Rotation: each backend remembers, per queue, the last group it served
+ * (a small hash in TopMemoryContext); its next claim starts after it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "jobqueue.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "catalog/namespace.h"
+#include "utils/hsearch.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+PG_FUNCTION_INFO_V1(jq_group_count);
+PG_FUNCTION_INFO_V1(jq_group_stats);
+
+/* The claim statement a queue needs */
+typedef enum JqClaimKind
+{
+	JQ_CLAIM_PLAIN,
+	JQ_CLAIM_AGED,
+	JQ_CLAIM_GROUPS
+} JqClaimKind;
+
+/* What this backend knows of a queue's policy, and its rotation cursor */
+typedef struct JqQueuePolicy
+{
+	char		queue_name[JQ_QUEUE_NAME_MAXLEN + 1];	/* hash key */
+	JqClaimKind kind;
+	bool		has_cursor;
+	char		cursor[JQ_GROUP_KEY_MAXLEN + 1];
+} JqQueuePolicy;
+
+static HTAB *queue_policies = NULL;
+
+/*
+ * The policy entry of queue_name, created (plain, no cursor) on first use.
+ * The cache is only a hint: the statements check the policy themselves.
+ */
+static JqQueuePolicy *
+jq_policy_entry(const char *queue_name)
+{
+	JqQueuePolicy *entry;
+	char		key[JQ_QUEUE_NAME_MAXLEN + 1];
+	bool		found;
+
+	if (queue_policies == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(key);
+		ctl.entrysize = sizeof(JqQueuePolicy);
+		ctl.hcxt = TopMemoryContext;
+		queue_policies = hash_create("jobqueue queue policies", 16, &ctl,
+									 HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	}
+	memset(key, 0, sizeof(key));
+	strlcpy(key, queue_name, sizeof(key));
+	/* a backend serving very many queues starts over rather than grow */
+	if (hash_get_num_entries(queue_policies) >= 1024 &&
+		hash_search(queue_policies, key, HASH_FIND, NULL) == NULL)
+	{
+		hash_destroy(queue_policies);
+		queue_policies = NULL;
+		return jq_policy_entry(queue_name);
+	}
+	entry = hash_search(queue_policies, key, HASH_ENTER, &found);
+	if (!found)
+	{
+		entry->kind = JQ_CLAIM_PLAIN;
+		entry->has_cursor = false;
+	}
+	return entry;
+}
+
+/*
+ * Does the schema have the ordering columns (version 1.2)?  A new library
+ * may serve a database whose ALTER EXTENSION UPDATE has not run yet: it
+ * then runs the statements of 1.1.  Catalog cache lookups, current after
+ * any DDL.
+ */
+bool
+jq_ordering_installed(void)
+{
+	Oid			nsp = get_namespace_oid("jobqueue", true);
+	Oid			rel;
+
+	if (!OidIsValid(nsp))
+		return false;
+	rel = get_relname_relid("queues", nsp);
+	return OidIsValid(rel) &&
+		get_attnum(rel, "group_concurrency") != InvalidAttrNumber;
+}
+
+/*
+ * The optional group key in argument argno: NULL, or 1 to
+ * JQ_GROUP_KEY_MAXLEN bytes.  An absent argument (an old SQL definition of
+ * the function) is NULL.
+ */
+text *
+jq_arg_group_key(FunctionCallInfo fcinfo, int argno)
+{
+	if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
+		return NULL;
+	return jq_arg_nonempty_text(fcinfo, argno, "group key", JQ_GROUP_KEY_MAXLEN);
+}
+
+/*
+ * The optional group keys of jq_enqueue_many in argument argno: NULL, or a
+ * one-dimensional text array with one element per payload, each NULL (no
+ * group) or a valid group key.
+ */
+ArrayType *
+jq_arg_group_keys(FunctionCallInfo fcinfo, int argno, int npayloads)
+{
+	ArrayType  *keys;
+	int			nkeys;
+	ArrayIterator it;
+	Datum		elem;
+	bool		elem_null;
+
+	if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
+		return NULL;
+	keys = PG_GETARG_ARRAYTYPE_P(argno);
+	if (ARR_ELEMTYPE(keys) != TEXTOID)
+		elog(ERROR, "unexpected element type %u of group keys", ARR_ELEMTYPE(keys));
+	if (ARR_NDIM(keys) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("group_keys must be a one-dimensional array"),
+				 errdetail("The array has %d dimensions.", ARR_NDIM(keys))));
+	nkeys = ArrayGetNItems(ARR_NDIM(keys), ARR_DIMS(keys));
+	if (nkeys != npayloads)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("group_keys must have one element per payload"),
+				 errdetail("There are %d payloads and %d group keys.",
+						   npayloads, nkeys)));
+
+	it = array_create_iterator(keys, 0, NULL);
+	while (array_iterate(it, &elem, &elem_null))
+	{
+		int			len;
+
+		if (elem_null)
+			continue;
+		len = VARSIZE_ANY_EXHDR(DatumGetPointer(elem));
+		if (len == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("group key must not be empty"),
+					 errhint("Pass NULL for a job without a group.")));
+		if (len > JQ_GROUP_KEY_MAXLEN)
+			ereport(ERROR,
+					(errcode(ERRCODE_STRING_DATA_RIGHT_TRUNCATION),
+					 errmsg("group key is too long"),
+					 errdetail("The limit is %d bytes, the value has %d.",
+							   JQ_GROUP_KEY_MAXLEN, len)));
+	}
+	array_free_iterator(it);
+	return keys;
+}
+
+/*
+ * Look up the claim statement queue_name needs; raises the unknown-queue
+ * error when it does not exist.  Replaces SPI_tuptable.
+ */
+static JqClaimKind
+jq_queue_claim_kind(const char *queue_name)
+{
+	Datum		values[1];
+
+	values[0] = CStringGetTextDatum(queue_name);
+	jq_execute(JQ_PLAN_QUEUE_POLICY, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		jq_raise_unknown_queue(queue_name);
+	if (jq_result_bool(0, 1))
+		return JQ_CLAIM_GROUPS;
+	if (jq_result_bool(0, 2))
+		return JQ_CLAIM_AGED;
+	return JQ_CLAIM_PLAIN;
+}
+
+/*
+ * Run the claim statement of kind with jq_claim's parameters (values and
+ * nulls: queue, n, owner, lease, now); the group claim also gets the
+ * backend's rotation cursor, and moves it to the last group served.
+ */
+static void
+jq_claim_run(JqClaimKind kind, JqQueuePolicy *entry, Datum *values,
+			 const char *nulls)
+{
+	Datum		gvalues[6];
+	char		gnulls[6];
+	int64		last_pos = 0;
+	uint64		i;
+
+	switch (kind)
+	{
+		case JQ_CLAIM_PLAIN:
+			jq_execute(JQ_PLAN_CLAIM_PLAIN, values, nulls, SPI_OK_SELECT);
+			return;
+		case JQ_CLAIM_AGED:
+			jq_execute(JQ_PLAN_CLAIM_AGED, values, nulls, SPI_OK_SELECT);
+			return;
+		case JQ_CLAIM_GROUPS:
+			break;
+	}
+
+	memcpy(gvalues, values, 5 * sizeof(Datum));
+	memcpy(gnulls, nulls, 5);
+	if (entry->has_cursor)
+	{
+		gvalues[5] = CStringGetTextDatum(entry->cursor);
+		gnulls[5] = JQ_NOTNULL;
+	}
+	else
+	{
+		gvalues[5] = (Datum) 0;
+		gnulls[5] = JQ_ISNULL;
+	}
+	jq_execute(JQ_PLAN_CLAIM_GROUPS, gvalues, gnulls, SPI_OK_SELECT);
+
+	/* the cursor moves to the group served last in rotation order */
+	for (i = 0; i < SPI_processed; i++)
+	{
+		int64		pos = DatumGetInt64(jq_result(i, 7));
+
+		if (pos > last_pos)
+		{
+			char	   *key = jq_result_name(i, 6);
+
+			last_pos = pos;
+			strlcpy(entry->cursor, key, sizeof(entry->cursor));
+			entry->has_cursor = true;
+		}
+	}
+}
+
+/*
+ * Lease up to n jobs of queue_name with the statement its policy needs.
+ * values and nulls are JQ_PLAN_CLAIM's parameters.  The leased jobs are in
+ * SPI_tuptable, their first five columns those of jq_claim; returns their
+ * number.  When it is 0 the queue has been checked to exist (the error for
+ * an unknown queue is raised here).
+ */
+uint64
+jq_claim_execute(const char *queue_name, Datum *values, const char *nulls)
+{
+	JqQueuePolicy *entry;
+	JqClaimKind kind;
+	int			attempt;
+
+	/* a schema from before 1.2: the claim of 1.1 */
+	if (!jq_ordering_installed())
+	{
+		jq_execute(JQ_PLAN_CLAIM, values, nulls, SPI_OK_SELECT);
+		if (SPI_processed > 0)
+			return SPI_processed;
+		jq_require_queue(queue_name);
+		return 0;
+	}
+
+	entry = jq_policy_entry(queue_name);
+	kind = entry->kind;
+	for (attempt = 0; attempt < 2; attempt++)
+	{
+		JqClaimKind actual;
+
+		jq_claim_run(kind, entry, values, nulls);
+		if (SPI_processed > 0)
+			return SPI_processed;
+
+		/* nothing: nothing ready, a paused queue, or another policy */
+		actual = jq_queue_claim_kind(queue_name);
+		if (actual == kind)
+			break;
+		entry->kind = kind = actual;
+	}
+	return 0;
+}
+
+/*
+ * jq_group_count() returns trigger
+ *
+ * AFTER INSERT, UPDATE OF status and DELETE, FOR EACH ROW, on jobqueue.jobs,
+ * for grouped jobs only (the WHEN clauses of the triggers): adds the change
+ * of a group's running jobs to its row in jobqueue.groups, creating the row
+ * with the group's first job.  Runs in the transaction that moved the job,
+ * so the counter commits or rolls back with it.
+ */
+Datum
+jq_group_count(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	TupleDesc	tupdesc;
+	HeapTuple	oldtup = NULL;
+	HeapTuple	newtup = NULL;
+	HeapTuple	keytup;
+	Datum		values[3];
+	bool		isnull;
+	int			delta = 0;
+	int			status_attno;
+	int			queue_attno;
+	int			group_attno;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("jq_group_count() must be called as a trigger")));
+	if (!TRIGGER_FIRED_AFTER(trigdata->tg_event) ||
+		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("jq_group_count() must be an AFTER ... FOR EACH ROW trigger")));
+
+	tupdesc = trigdata->tg_relation->rd_att;
+	status_attno = SPI_fnumber(tupdesc, "status");
+	queue_attno = SPI_fnumber(tupdesc, "queue_name");
+	group_attno = SPI_fnumber(tupdesc, "group_key");
+	if (status_attno <= 0 || queue_attno <= 0 || group_attno <= 0)
+		elog(ERROR, "jq_group_count() fired on a table without status, queue_name and group_key");
+
+	if (TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
+		newtup = trigdata->tg_trigtuple;
+	else if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
+	{
+		oldtup = trigdata->tg_trigtuple;
+		newtup = trigdata->tg_newtuple;
+	}
+	else if (TRIGGER_FIRED_BY_DELETE(trigdata->tg_event))
+		oldtup = trigdata->tg_trigtuple;
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("jq_group_count() must fire on INSERT, UPDATE or DELETE")));
+
+	/* the status is an enum: compare labels, not OIDs */
+	if (oldtup != NULL)
+	{
+		char	   *s = SPI_getvalue(oldtup, tupdesc, status_attno);
+
+		if (s != NULL && strcmp(s, "running") == 0)
+			delta--;
+	}
+	if (newtup != NULL)
+	{
+		char	   *s = SPI_getvalue(newtup, tupdesc, status_attno);
+
+		if (s != NULL && strcmp(s, "running") == 0)
+			delta++;
+	}
+
+	keytup = (oldtup != NULL) ? oldtup : newtup;
+	values[0] = SPI_getbinval(keytup, tupdesc, queue_attno, &isnull);
+	if (isnull)
+		return PointerGetDatum(NULL);
+	values[1] = SPI_getbinval(keytup, tupdesc, group_attno, &isnull);
+	if (isnull)
+		return PointerGetDatum(NULL);
+	values[2] = Int32GetDatum(delta);
+
+	/* an insert creates the group's row; other events only change counts */
+	if (delta == 0 && newtup == NULL)
+		return PointerGetDatum(NULL);
+	if (delta == 0 && oldtup != NULL)
+		return PointerGetDatum(NULL);
+
+	jq_spi_connect();
+	jq_execute(JQ_PLAN_GROUP_COUNT, values, NULL, SPI_OK_INSERT);
+	jq_spi_finish();
+
+	return PointerGetDatum(NULL);
+}
+
+/*
+ * jq_group_stats(queue_name) returns setof (group_key, ready, running,
+ * scheduled, dead, blocked, oldest_ready_age)
+ *
+ * One row per group of the queue that has unfinished jobs.  blocked: the
+ * queue is strictly ordered and the group's oldest unfinished job is dead,
+ * so nothing of the group runs until it is replayed or cancelled.
+ */
+Datum
+jq_group_stats(PG_FUNCTION_ARGS)
+{
+	char	   *queue_name = jq_arg_queue_name(fcinfo, 0);
+	Datum		values[2];
+	TupleDesc	tupdesc;
+	Tuplestorestate *tupstore;
+	uint64		i;
+
+	tupstore = jq_srf_init(fcinfo, &tupdesc);
+
+	values[0] = CStringGetTextDatum(queue_name);
+	values[1] = TimestampTzGetDatum(GetCurrentTimestamp());
+
+	jq_spi_connect();
+	(void) jq_queue_claim_kind(queue_name);		/* the queue must exist */
+	jq_execute(JQ_PLAN_GROUP_STATS, values, NULL, SPI_OK_SELECT);
+	for (i = 0; i < SPI_processed; i++)
+	{
+		Datum		row[7];
+		bool		nulls[7];
+		int			col;
+
+		for (col = 0; col < 7; col++)
+			row[col] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
+									 col + 1, &nulls[col]);
+		/* the tuplestore copies the values out of SPI memory */
+		tuplestore_putvalues(tupstore, tupdesc, row, nulls);
+	}
+	jq_spi_finish();
+
+	return (Datum) 0;
+}
+
+/*
+ * The ordering policy arguments of jq_create_queue (alter = false) and
+ * jq_alter_queue (alter = true), from argument argno on: group_concurrency,
+ * group_ordered, fairness, priority_aging.  Sets them on queue_name's row,
+ * which the caller has just created or changed.  For jq_alter_queue NULL
+ * leaves a setting alone, group_concurrency 0 and priority_aging '0'
+ * remove the limit and the aging.  An old SQL definition without these
+ * arguments changes nothing.
+ *
+ * When the queue has a group policy afterwards, its unfinished jobs without
+ * a group get the group '' (see JQ_NO_GROUP_SQL in plans.c) and the running
+ * counters of its groups are recounted, under a lock on jobqueue.groups
+ * that waits for claims in progress and holds off new ones and every move
+ * of a grouped job until the end of the transaction.
+ */
+void
+jq_ordering_set_policy(FunctionCallInfo fcinfo, int argno,
+					   const char *queue_name, bool alter)
+{
+	Oid			argtypes[5] = {TEXTOID, INT4OID, BOOLOID, TEXTOID, INTERVALOID};
+	Datum		values[5];
+	char		nulls[5];
+	bool		given = false;
+	int			i;
+	int32		concurrency = 0;
+	bool		ordered = false;
+	bool		grouped;
+
+	if (PG_NARGS() < argno + 4 || !jq_ordering_installed())
+		return;
+	memset(nulls, JQ_NOTNULL, sizeof(nulls));
+	values[0] = CStringGetTextDatum(queue_name);
+	for (i = 0; i < 4; i++)
+		if (!PG_ARGISNULL(argno + i))
+			given = true;
+
+	/* group_concurrency: at least 1; alter: 0 removes the limit */
+	if (PG_ARGISNULL(argno))
+		nulls[1] = JQ_ISNULL;
+	else
+	{
+		concurrency = PG_GETARG_INT32(argno);
+		if (concurrency < 1 && !(alter && concurrency == 0))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("group_concurrency must be at least 1"),
+					 errdetail("The value given was %d.", concurrency),
+					 alter ? errhint("Pass 0 to remove the limit, NULL to leave it unchanged.") : 0));
+		values[1] = Int32GetDatum(concurrency);
+	}
+
+	/* group_ordered */
+	if (PG_ARGISNULL(argno + 1))
+	{
+		if (!alter)
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("group_ordered must not be null")));
+		nulls[2] = JQ_ISNULL;
+	}
+	else
+	{
+		ordered = PG_GETARG_BOOL(argno + 1);
+		values[2] = BoolGetDatum(ordered);
+	}
+
+	/* fairness */
+	if (PG_ARGISNULL(argno + 2))
+	{
+		if (!alter)
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("fairness must not be null")));
+		nulls[3] = JQ_ISNULL;
+	}
+	else
+	{
+		text	   *t = PG_GETARG_TEXT_PP(argno + 2);
+		int			len = VARSIZE_ANY_EXHDR(t);
+		const char *s = VARDATA_ANY(t);
+
+		if (!((len == 8 && memcmp(s, "priority", 8) == 0) ||
+			  (len == 11 && memcmp(s, "round_robin", 11) == 0)))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid fairness \"%.*s%s\"",
+							Min(len, 32), s, len > 32 ? "..." : ""),
+					 errdetail("The fairness policies are \"priority\" and \"round_robin\".")));
+		values[3] = PointerGetDatum(t);
+	}
+
+	/* priority_aging: positive; alter: zero removes the aging */
+	if (PG_ARGISNULL(argno + 3))
+		nulls[4] = JQ_ISNULL;
+	else
+	{
+		Interval   *iv = jq_arg_interval(fcinfo, argno + 3, "priority_aging",
+										 false, alter);
+
+		values[4] = PointerGetDatum(iv);
+	}
+
+	if (!alter && nulls[1] == JQ_NOTNULL && concurrency != 1 && ordered)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("group_ordered admits no group_concurrency but 1"),
+				 errdetail("A strictly ordered group runs one job at a time.")));
+	if (!given)
+		return;
+
+	/* the policy as it will be, checked before it is stored */
+	jq_execute_once("queue policy for update",
+					"SELECT CASE WHEN $2 = 0 THEN NULL "
+					"            ELSE COALESCE($2, q.group_concurrency) END, "
+					"       COALESCE($3, q.group_ordered) "
+					"FROM jobqueue.queues q WHERE q.queue_name = $1 FOR UPDATE",
+					3, argtypes, values, nulls, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		jq_raise_unknown_queue(queue_name);
+	{
+		bool		lim_null;
+		Datum		lim = jq_result_nullable(0, 1, &lim_null);
+
+		if (jq_result_bool(0, 2) && !lim_null && DatumGetInt32(lim) != 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("group_ordered admits no group_concurrency but 1"),
+					 errdetail("A strictly ordered group runs one job at a time.")));
+	}
+
+	jq_execute_once("set queue policy",
+					"UPDATE jobqueue.queues q SET "
+					"  group_concurrency = CASE WHEN $2 = 0 THEN NULL "
+					"                           ELSE COALESCE($2, q.group_concurrency) END, "
+					"  group_ordered = COALESCE($3, q.group_ordered), "
+					"  fairness = COALESCE($4, q.fairness), "
+					"  priority_aging = CASE WHEN $5 = interval '0' THEN NULL "
+					"                        ELSE COALESCE($5, q.priority_aging) END "
+					"WHERE q.queue_name = $1 "
+					"RETURNING q.group_concurrency IS NOT NULL OR q.group_ordered "
+					"  OR q.fairness <> 'priority'",
+					5, argtypes, values, nulls, SPI_OK_UPDATE_RETURNING);
+	grouped = jq_result_bool(0, 1);
+	if (!grouped || !alter)
+		return;
+
+	/* a group policy: every unfinished job in a group, counters recounted */
+	jq_execute_once("lock groups", "LOCK TABLE jobqueue.groups IN EXCLUSIVE MODE",
+					0, NULL, NULL, NULL, SPI_OK_UTILITY);
+	jq_execute_once("group the ungrouped",
+					"UPDATE jobqueue.jobs j SET group_key = '' "
+					"WHERE j.queue_name = $1 AND j.group_key IS NULL "
+					"  AND j.status IN ('pending', 'running', 'dead')",
+					1, argtypes, values, NULL, SPI_OK_UPDATE);
+	jq_execute_once("recount groups",
+					"INSERT INTO jobqueue.groups AS gr (queue_name, group_key, running) "
+					"SELECT $1, j.group_key, "
+					"       pg_catalog.count(*) FILTER (WHERE j.status = 'running') "
+					"FROM jobqueue.jobs j "
+					"WHERE j.queue_name = $1 AND j.group_key IS NOT NULL "
+					"  AND j.status IN ('pending', 'running', 'dead') "
+					"GROUP BY j.group_key "
+					"ON CONFLICT (queue_name, group_key) DO UPDATE "
+					"SET running = EXCLUDED.running",
+					1, argtypes, values, NULL, SPI_OK_INSERT);
+	jq_execute_once("zero idle groups",
+					"UPDATE jobqueue.groups gr SET running = 0 "
+					"WHERE gr.queue_name = $1 AND gr.running <> 0 "
+					"  AND NOT EXISTS (SELECT FROM jobqueue.jobs j "
+					"                  WHERE j.queue_name = $1 AND j.group_key = gr.group_key "
+					"                    AND j.status = 'running')",
+					1, argtypes, values, NULL, SPI_OK_UPDATE);
+}
