@@ -525,6 +525,31 @@ SELECT queue_name, paused, pending, ready, scheduled, running, succeeded, dead,
 FROM jobqueue.queue_stats WHERE queue_name LIKE 'hostile%' ORDER BY queue_name;
 
 --------------------------------------------------------------------------
+-- 1.2: cron expressions, schedules, rate limits
+--------------------------------------------------------------------------
+SELECT v.label, pg_temp.try(v.stmt) AS result
+FROM (VALUES
+		(1, 'cron_next(NULL cron)', $$SELECT * FROM jobqueue.jq_cron_next(NULL, now())$$),
+		(2, 'cron_next(NULL after)', $$SELECT * FROM jobqueue.jq_cron_next('* * * * *', NULL)$$),
+		(3, 'cron_next(NULL timezone)', $$SELECT * FROM jobqueue.jq_cron_next('* * * * *', now(), NULL)$$),
+		(4, 'cron_next(NULL count)', $$SELECT * FROM jobqueue.jq_cron_next('* * * * *', now(), 'UTC', NULL)$$),
+		(5, 'cron_next(1 MB cron)', $$SELECT * FROM jobqueue.jq_cron_next(pg_catalog.repeat('*', 1024 * 1024), now())$$),
+		(6, 'cron_next(1 MB timezone)', $$SELECT * FROM jobqueue.jq_cron_next('* * * * *', now(), pg_catalog.repeat('x', 1024 * 1024))$$),
+		(7, 'cron_next(infinity)', $$SELECT * FROM jobqueue.jq_cron_next('* * * * *', 'infinity')$$),
+		(8, 'cron_next(-infinity)', $$SELECT * FROM jobqueue.jq_cron_next('* * * * *', '-infinity')$$),
+		(9, 'cron_next(first instant)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_cron_next('* * * * *', '4714-11-24 00:00:00+00 BC', 'UTC', 3)$$),
+		(10, 'cron_next(last instant)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_cron_next('* * * * *', '294276-12-31 23:59:59+00', 'UTC', 3)$$),
+		(11, 'cron_next(seconds at the end)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_cron_next('59 seconds', '294276-12-31 23:59:59+00', 'UTC', 3)$$),
+		(12, 'cron_next(int max count)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_cron_next('* * * * *', now(), 'UTC', 2147483647)$$),
+		(13, 'cron_next(int min count)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_cron_next('* * * * *', now(), 'UTC', -2147483648)$$),
+		(14, 'cron_next(huge numbers)', $$SELECT * FROM jobqueue.jq_cron_next('99999999999999999999 * * * *', now())$$),
+		(15, 'cron_next(huge step)', $$SELECT * FROM jobqueue.jq_cron_next('*/99999999999999999999 * * * *', now())$$),
+		(16, 'cron_next(never fires)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_cron_next('0 0 31 2 *', now(), 'UTC', 100000)$$),
+		(17, 'cron_next(posix zone)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_cron_next('0 0 * * *', now(), '<+0330>-3:30', 2)$$))
+	AS v(ord, label, stmt)
+ORDER BY v.ord;
+
+--------------------------------------------------------------------------
 -- Every function of the extension was called above.  A new function must
 -- be added to this test (and to this list) with its own hostile calls.
 --------------------------------------------------------------------------
@@ -544,7 +569,8 @@ WHERE d.classid = 'pg_catalog.pg_proc'::regclass AND d.deptype = 'e'
 						  'jq_grant_producer', 'jq_grant_worker', 'jq_grant_admin',
 						  'jq_revoke_producer', 'jq_revoke_worker', 'jq_revoke_admin',
 						  'jq_grant_monitor', 'jq_revoke_monitor',
-						  'jq_worker_status', 'jq_worker_tasks')
+						  'jq_worker_status', 'jq_worker_tasks',
+						  'jq_cron_next')
 ORDER BY 1;
 
 -- clean up

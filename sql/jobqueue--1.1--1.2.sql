@@ -200,3 +200,24 @@ BEGIN
 	END IF;
 END
 $$;
+
+------------------------------------------------------------------------------
+-- Schedules and rate limits
+------------------------------------------------------------------------------
+
+/*
+ * Cron expressions: the next fire times of an expression in a time zone,
+ * strictly after a given instant.  Pure (reads no table), so IMMUTABLE is
+ * not claimed only because time zone data may change with the server.
+ */
+CREATE FUNCTION jobqueue.jq_cron_next(
+	cron text,
+	after timestamptz,
+	timezone text DEFAULT 'UTC',
+	count integer DEFAULT 1)
+RETURNS SETOF timestamptz
+AS 'MODULE_PATHNAME', 'jq_cron_next'
+LANGUAGE C STABLE PARALLEL SAFE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION jobqueue.jq_cron_next(text, timestamptz, text, integer) IS
+	'the next count fire times of a cron expression in a time zone, strictly after a given instant';
+REVOKE ALL ON FUNCTION jobqueue.jq_cron_next(text, timestamptz, text, integer) FROM PUBLIC;

@@ -19,6 +19,9 @@
  *	  worker.c		the per-database worker: reap, purge, wake listeners
  *	  utility.c		keeps workers out of the way of DROP DATABASE and co.
  *	  counters.c	event counters per (database, queue) in shared memory
+ *	  cron.c		cron expressions: parser, next fire time, jq_cron_next
+ *	  schedules.c	recurring schedules: SQL functions and the worker task
+ *	  ratelimit.c	per-queue token buckets in shared memory
  *
  *-------------------------------------------------------------------------
  */
@@ -32,6 +35,7 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "nodes/pg_list.h"
+#include "pgtime.h"
 #include "port/atomics.h"
 #include "portability/instr_time.h"
 #include "storage/latch.h"
@@ -363,5 +367,26 @@ typedef struct JqWorkerTask
 extern const JqWorkerTask jq_worker_tasks[JQ_NUM_TASKS];
 extern TimestampTz jq_ready_checked_until;
 extern TimestampTz jq_next_lease_expiry(void);
+
+/*
+ * Cron expressions (cron.c).  Bit v of a mask is set when value v matches;
+ * seconds is N for "N seconds", 0 for the five-field form.
+ */
+typedef struct JqCron
+{
+	uint64		minutes;		/* 0-59 */
+	uint32		hours;			/* 0-23 */
+	uint32		days;			/* 1-31 */
+	uint16		months;			/* 1-12 */
+	uint8		weekdays;		/* 0-6, Sunday = 0 */
+	bool		dom_star;		/* day-of-month starts with "*" */
+	bool		dow_star;		/* day-of-week starts with "*" */
+	int			seconds;
+} JqCron;
+
+extern void jq_cron_parse(const char *expr, JqCron *cron);
+extern pg_tz *jq_cron_timezone(const char *name);
+extern TimestampTz jq_cron_next_time(const JqCron *cron, pg_tz *tz,
+									 TimestampTz after);
 
 #endif							/* JOBQUEUE_H */
