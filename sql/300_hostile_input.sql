@@ -545,7 +545,26 @@ FROM (VALUES
 		(14, 'cron_next(huge numbers)', $$SELECT * FROM jobqueue.jq_cron_next('99999999999999999999 * * * *', now())$$),
 		(15, 'cron_next(huge step)', $$SELECT * FROM jobqueue.jq_cron_next('*/99999999999999999999 * * * *', now())$$),
 		(16, 'cron_next(never fires)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_cron_next('0 0 31 2 *', now(), 'UTC', 100000)$$),
-		(17, 'cron_next(posix zone)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_cron_next('0 0 * * *', now(), '<+0330>-3:30', 2)$$))
+		(17, 'cron_next(posix zone)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_cron_next('0 0 * * *', now(), '<+0330>-3:30', 2)$$),
+		(18, 'schedule(NULL name)', $$SELECT jobqueue.jq_schedule(NULL, 'hostile', '* * * * *')$$),
+		(19, 'schedule(1 MB name)', $$SELECT jobqueue.jq_schedule(pg_catalog.repeat('s', 1024 * 1024), 'hostile', '* * * * *')$$),
+		(20, 'schedule(name is SQL)', $$SELECT jobqueue.jq_schedule('x''; DROP TABLE jobqueue.jobs; --', 'hostile', '* * * * *')$$),
+		(21, 'schedule(unknown queue)', $$SELECT jobqueue.jq_schedule('h', 'no_such_queue', '* * * * *')$$),
+		(22, 'schedule(1 MB cron)', $$SELECT jobqueue.jq_schedule('h', 'hostile', pg_catalog.repeat('1,', 512 * 1024) || '1 * * * *')$$),
+		(23, 'schedule(never fires)', $$SELECT jobqueue.jq_schedule('h', 'hostile', '0 0 31 11 *')$$),
+		(24, 'schedule(deep payload)', $$SELECT jobqueue.jq_schedule('h', 'hostile', '* * * * *', pg_catalog.repeat('[', 10000)::text || pg_catalog.repeat(']', 10000))$$),
+		(25, 'schedule(scalar payload)', $$SELECT jobqueue.jq_schedule('h', 'hostile', '* * * * *', 'null')$$),
+		(26, 'schedule(oversize payload)', $$SELECT jobqueue.jq_schedule('h', 'hostile', '* * * * *', pg_catalog.jsonb_build_object('x', pg_catalog.repeat('x', 2 * 1024 * 1024)))$$),
+		(27, 'schedule(NULL timezone)', $$SELECT jobqueue.jq_schedule('h', 'hostile', '* * * * *', timezone => NULL)$$),
+		(28, 'schedule(1 MB timezone)', $$SELECT jobqueue.jq_schedule('h', 'hostile', '* * * * *', timezone => pg_catalog.repeat('z', 1024 * 1024))$$),
+		(29, 'schedule(int min priority)', $$SELECT jobqueue.jq_schedule('h', 'hostile', '* * * * *', priority => -2147483648) IS NOT NULL$$),
+		(30, 'schedule(1 MB catch_up)', $$SELECT jobqueue.jq_schedule('h', 'hostile', '* * * * *', catch_up => pg_catalog.repeat('a', 1024 * 1024))$$),
+		(31, 'schedule(NULL enabled)', $$SELECT jobqueue.jq_schedule('h', 'hostile', '* * * * *', enabled => NULL)$$),
+		(32, 'unschedule(NULL)', $$SELECT jobqueue.jq_unschedule(NULL)$$),
+		(33, 'unschedule(1 MB name)', $$SELECT jobqueue.jq_unschedule(pg_catalog.repeat('s', 1024 * 1024))$$),
+		(34, 'unschedule(unknown)', $$SELECT jobqueue.jq_unschedule('no_such_schedule')$$),
+		(35, 'unschedule(h)', $$SELECT jobqueue.jq_unschedule('h')$$),
+		(36, 'run_schedules()', $$SELECT jobqueue.jq_run_schedules()$$))
 	AS v(ord, label, stmt)
 ORDER BY v.ord;
 
@@ -570,7 +589,8 @@ WHERE d.classid = 'pg_catalog.pg_proc'::regclass AND d.deptype = 'e'
 						  'jq_revoke_producer', 'jq_revoke_worker', 'jq_revoke_admin',
 						  'jq_grant_monitor', 'jq_revoke_monitor',
 						  'jq_worker_status', 'jq_worker_tasks',
-						  'jq_cron_next')
+						  'jq_cron_next', 'jq_schedule', 'jq_unschedule',
+						  'jq_run_schedules')
 ORDER BY 1;
 
 -- clean up

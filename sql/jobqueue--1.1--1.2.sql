@@ -221,3 +221,131 @@ LANGUAGE C STABLE PARALLEL SAFE SECURITY DEFINER SET search_path = pg_catalog, p
 COMMENT ON FUNCTION jobqueue.jq_cron_next(text, timestamptz, text, integer) IS
 	'the next count fire times of a cron expression in a time zone, strictly after a given instant';
 REVOKE ALL ON FUNCTION jobqueue.jq_cron_next(text, timestamptz, text, integer) FROM PUBLIC;
+
+/*
+ * Recurring schedules.  The background worker (or jq_run_schedules(), for
+ * installations without it) enqueues one job per due slot into the
+ * schedule's queue.  next_run_at is the next slot not yet handled (NULL:
+ * the expression fires no more, or the schedule is disabled); the job of a
+ * slot and the advance of next_run_at commit together, and the job's
+ * idempotency key names the schedule and the slot, so no slot is enqueued
+ * twice.  last_run_at is the slot of the last job enqueued, last_job_id
+ * that job.
+ */
+CREATE TABLE jobqueue.schedules (
+	schedule_name	text NOT NULL PRIMARY KEY
+		CONSTRAINT schedules_name_valid CHECK (schedule_name ~ '^[A-Za-z0-9_.:-]{1,128}$'),
+	queue_name		text NOT NULL
+		CONSTRAINT schedules_queue_name_valid CHECK (queue_name ~ '^[A-Za-z0-9_.:-]{1,128}$'),
+	cron			text NOT NULL
+		CONSTRAINT schedules_cron_length CHECK (pg_catalog.octet_length(cron) BETWEEN 1 AND 1000),
+	timezone		text NOT NULL DEFAULT 'UTC'
+		CONSTRAINT schedules_timezone_length CHECK (pg_catalog.octet_length(timezone) BETWEEN 1 AND 255),
+	payload			jsonb NOT NULL DEFAULT '{}'
+		CONSTRAINT schedules_payload_object CHECK (pg_catalog.jsonb_typeof(payload) = 'object'),
+	priority		integer NOT NULL DEFAULT 0,
+	enabled			boolean NOT NULL DEFAULT true,
+	catch_up		text NOT NULL DEFAULT 'latest'
+		CONSTRAINT schedules_catch_up_valid CHECK (catch_up IN ('latest', 'all', 'none')),
+	next_run_at		timestamptz,
+	last_run_at		timestamptz,
+	last_job_id		bigint,
+	created_at		timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+COMMENT ON TABLE jobqueue.schedules IS
+	'recurring schedules: one job per due slot of the cron expression, enqueued by the background worker or jq_run_schedules()';
+
+-- the scheduler's probe for the earliest due slot
+CREATE INDEX schedules_due_idx ON jobqueue.schedules (next_run_at) WHERE enabled;
+
+SELECT pg_catalog.pg_extension_config_dump('jobqueue.schedules', '');
+REVOKE ALL ON jobqueue.schedules FROM PUBLIC;
+
+CREATE FUNCTION jobqueue.jq_schedule(
+	schedule_name text,
+	queue_name text,
+	cron text,
+	payload jsonb DEFAULT '{}',
+	timezone text DEFAULT 'UTC',
+	priority integer DEFAULT 0,
+	catch_up text DEFAULT 'latest',
+	enabled boolean DEFAULT true)
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'jq_schedule'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION jobqueue.jq_schedule(text, text, text, jsonb, text, integer, text, boolean) IS
+	'create or replace a recurring schedule; returns its next run time (NULL when disabled)';
+REVOKE ALL ON FUNCTION jobqueue.jq_schedule(text, text, text, jsonb, text, integer, text, boolean) FROM PUBLIC;
+
+CREATE FUNCTION jobqueue.jq_unschedule(schedule_name text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'jq_unschedule'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION jobqueue.jq_unschedule(text) IS
+	'delete a schedule; false when there was none of that name';
+REVOKE ALL ON FUNCTION jobqueue.jq_unschedule(text) FROM PUBLIC;
+
+CREATE FUNCTION jobqueue.jq_run_schedules()
+RETURNS integer
+AS 'MODULE_PATHNAME', 'jq_run_schedules'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION jobqueue.jq_run_schedules() IS
+	'enqueue the jobs of every due schedule slot now (without the background worker); returns how many';
+REVOKE ALL ON FUNCTION jobqueue.jq_run_schedules() FROM PUBLIC;
+
+-- The functions above join the admin set (and jq_cron_next the monitor
+-- set); the definition of 1.2's earlier section, extended.
+CREATE OR REPLACE FUNCTION jobqueue.jq_role_functions(kind text)
+RETURNS SETOF regprocedure
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF kind IS NULL THEN
+		RAISE EXCEPTION 'kind must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	RETURN QUERY
+		SELECT r.p FROM pg_catalog.unnest(CASE kind
+			WHEN 'producer' THEN ARRAY[
+				'jobqueue.jq_enqueue(text, jsonb, integer, timestamp with time zone, integer, text)',
+				'jobqueue.jq_enqueue_many(text, jsonb[], integer, timestamp with time zone)']
+			WHEN 'worker' THEN ARRAY[
+				'jobqueue.jq_claim(text, integer, text, interval)',
+				'jobqueue.jq_complete(bigint, bigint)',
+				'jobqueue.jq_complete_many(bigint[], bigint[])',
+				'jobqueue.jq_fail(bigint, bigint, text, text, boolean, interval)',
+				'jobqueue.jq_heartbeat(bigint, bigint, interval)',
+				'jobqueue.jq_release(bigint, bigint, interval)']
+			WHEN 'admin' THEN ARRAY[
+				'jobqueue.jq_create_queue(text, integer, interval, interval, interval, interval, interval)',
+				'jobqueue.jq_alter_queue(text, integer, interval, interval, interval, interval, interval, boolean)',
+				'jobqueue.jq_drop_queue(text, boolean)',
+				'jobqueue.jq_pause_queue(text)',
+				'jobqueue.jq_resume_queue(text)',
+				'jobqueue.jq_cancel(bigint)',
+				'jobqueue.jq_retry(bigint, timestamp with time zone)',
+				'jobqueue.jq_retry_dead(text, text, integer)',
+				'jobqueue.jq_purge(text, interval, integer)',
+				'jobqueue.jq_reap(integer)',
+				'jobqueue.jq_explain_claim(text, integer)',
+				'jobqueue.jq_finished_count(text, jobqueue.job_status)',
+				'jobqueue.jq_counters(boolean)',
+				'jobqueue.jq_counters_reset(text)',
+				'jobqueue.jq_worker_status()',
+				'jobqueue.jq_worker_tasks()',
+				'jobqueue.jq_cron_next(text, timestamp with time zone, text, integer)',
+				'jobqueue.jq_schedule(text, text, text, jsonb, text, integer, text, boolean)',
+				'jobqueue.jq_unschedule(text)',
+				'jobqueue.jq_run_schedules()']
+			WHEN 'monitor' THEN ARRAY[
+				'jobqueue.jq_finished_count(text, jobqueue.job_status)',
+				'jobqueue.jq_counters(boolean)',
+				'jobqueue.jq_worker_status()',
+				'jobqueue.jq_worker_tasks()',
+				'jobqueue.jq_cron_next(text, timestamp with time zone, text, integer)']
+			END) AS f(name)
+		-- functions of later versions or of other features may be missing
+		CROSS JOIN LATERAL pg_catalog.to_regprocedure(f.name) AS r(p)
+		WHERE r.p IS NOT NULL;
+END
+$$;
+

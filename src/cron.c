@@ -90,6 +90,14 @@ static const struct
 };
 
 /*
+ * While jq_cron_try_parse runs, errors jump back to it instead of being
+ * raised.  The parser takes no resources but palloc'd memory, so leaving it
+ * by a long jump is safe.
+ */
+static sigjmp_buf *soft_error_jump = NULL;
+static char *soft_error_reason = NULL;
+
+/*
  * Report an invalid expression; pos is the byte offset of the error, shown
  * as a character position counted from 1.
  */
@@ -97,6 +105,12 @@ static void
 pg_attribute_noreturn()
 jq_cron_error(const char *expr, int pos, const char *reason)
 {
+	if (soft_error_jump != NULL)
+	{
+		soft_error_reason = psprintf("at position %d: %s",
+									 pg_mbstrlen_with_len(expr, pos) + 1, reason);
+		siglongjmp(*soft_error_jump, 1);
+	}
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("invalid cron expression \"%s\"", expr),
@@ -374,6 +388,34 @@ jq_cron_parse(const char *expr, JqCron *cron)
 	cron->weekdays = (uint8) ((masks[4] | (masks[4] >> 7)) & 0x7F);
 	cron->dom_star = stars[2];
 	cron->dow_star = stars[4];
+}
+
+/*
+ * Parse expr into *cron without raising an error: false, with the reason in
+ * *reason (palloc'd), when the expression is invalid.  For expressions read
+ * back from a table, which a hand-written UPDATE may have broken.
+ */
+bool
+jq_cron_try_parse(const char *expr, JqCron *cron, char **reason)
+{
+	sigjmp_buf	jump;
+
+	*reason = NULL;
+	if (strlen(expr) > JQ_CRON_MAXLEN)
+	{
+		*reason = pstrdup("the expression is too long");
+		return false;
+	}
+	if (sigsetjmp(jump, 0) != 0)
+	{
+		soft_error_jump = NULL;
+		*reason = soft_error_reason;
+		return false;
+	}
+	soft_error_jump = &jump;
+	jq_cron_parse(expr, cron);
+	soft_error_jump = NULL;
+	return true;
 }
 
 /*

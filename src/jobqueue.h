@@ -93,6 +93,12 @@ typedef enum JqPlanId
 	JQ_PLAN_NOTIFY_QUEUES,
 	JQ_PLAN_NEXT_LEASE_EXPIRY,
 	JQ_PLAN_PURGE_DUE,
+	/* schedules and rate limits (schedules.c, lifecycle.c) */
+	JQ_PLAN_SCHEDULES_DUE,
+	JQ_PLAN_SCHEDULE_ENQUEUE,
+	JQ_PLAN_SCHEDULE_ADVANCE,
+	JQ_PLAN_SCHEDULES_NEXT,
+	JQ_PLAN_QUEUE_RATE,
 	JQ_NUM_PLANS
 } JqPlanId;
 
@@ -247,6 +253,7 @@ typedef enum JqTaskId
 	JQ_TASK_REAP,
 	JQ_TASK_ANNOUNCE,
 	JQ_TASK_PURGE,
+	JQ_TASK_SCHEDULE,
 	JQ_NUM_TASKS
 } JqTaskId;
 
@@ -261,7 +268,8 @@ typedef struct JqTaskStats
 	TimestampTz last_run;		/* start of the last complete run */
 	TimestampTz last_error_at;
 	uint64		runs;
-	uint64		items;			/* jobs reaped, queues announced, jobs purged */
+	uint64		items;			/* jobs reaped, queues announced, jobs purged,
+								 * jobs scheduled */
 	int			consecutive_errors;
 	char		last_error[JQ_LAST_ERROR_LEN];
 } JqTaskStats;
@@ -353,20 +361,30 @@ extern PGDLLEXPORT void jq_worker_main(Datum main_arg);
  * the worker opened, with SPI connected and a snapshot pushed; it returns
  * the number of items it handled and sets *more when another unit is due at
  * once.  The worker commits after every unit, checks for signals and stop
- * requests between units, and keeps no state between them.
+ * requests between units, and keeps no state between them.  A task whose
+ * work comes at known times also has next_due: the time its last unit saw
+ * the next work coming (0: at once); the task is then due at that time even
+ * before its interval has passed, and the database when the worker leaves.
  */
 typedef struct JqWorkerTask
 {
 	const char *name;
 	const char *activity;		/* shown in pg_stat_activity */
-	int		   *interval_ms;	/* runs at most once per this interval */
+	int		   *interval_ms;	/* runs at least this long after its last
+								 * start, unless next_due says earlier */
 	int64		(*run_unit) (TimestampTz now, List **ready, MemoryContext cxt,
 							 bool *more);
+	TimestampTz (*next_due) (void);	/* or NULL */
 } JqWorkerTask;
 
 extern const JqWorkerTask jq_worker_tasks[JQ_NUM_TASKS];
 extern TimestampTz jq_ready_checked_until;
 extern TimestampTz jq_next_lease_expiry(void);
+
+/* schedules.c: the schedule task */
+extern int64 jq_task_schedule(TimestampTz now, List **ready, MemoryContext cxt,
+							  bool *more);
+extern TimestampTz jq_schedules_next_due(void);
 
 /*
  * Cron expressions (cron.c).  Bit v of a mask is set when value v matches;
@@ -385,6 +403,7 @@ typedef struct JqCron
 } JqCron;
 
 extern void jq_cron_parse(const char *expr, JqCron *cron);
+extern bool jq_cron_try_parse(const char *expr, JqCron *cron, char **reason);
 extern pg_tz *jq_cron_timezone(const char *name);
 extern TimestampTz jq_cron_next_time(const JqCron *cron, pg_tz *tz,
 									 TimestampTz after);
