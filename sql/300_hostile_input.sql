@@ -552,7 +552,7 @@ FROM (VALUES
 		(21, 'schedule(unknown queue)', $$SELECT jobqueue.jq_schedule('h', 'no_such_queue', '* * * * *')$$),
 		(22, 'schedule(1 MB cron)', $$SELECT jobqueue.jq_schedule('h', 'hostile', pg_catalog.repeat('1,', 512 * 1024) || '1 * * * *')$$),
 		(23, 'schedule(never fires)', $$SELECT jobqueue.jq_schedule('h', 'hostile', '0 0 31 11 *')$$),
-		(24, 'schedule(deep payload)', $$SELECT jobqueue.jq_schedule('h', 'hostile', '* * * * *', pg_catalog.repeat('[', 10000)::text || pg_catalog.repeat(']', 10000))$$),
+		(24, 'schedule(deep payload)', $$SELECT jobqueue.jq_schedule('h', 'hostile', '* * * * *', (pg_catalog.repeat('{"a": ', 5000) || '1' || pg_catalog.repeat('}', 5000))::jsonb) IS NOT NULL$$),
 		(25, 'schedule(scalar payload)', $$SELECT jobqueue.jq_schedule('h', 'hostile', '* * * * *', 'null')$$),
 		(26, 'schedule(oversize payload)', $$SELECT jobqueue.jq_schedule('h', 'hostile', '* * * * *', pg_catalog.jsonb_build_object('x', pg_catalog.repeat('x', 2 * 1024 * 1024)))$$),
 		(27, 'schedule(NULL timezone)', $$SELECT jobqueue.jq_schedule('h', 'hostile', '* * * * *', timezone => NULL)$$),
@@ -564,7 +564,13 @@ FROM (VALUES
 		(33, 'unschedule(1 MB name)', $$SELECT jobqueue.jq_unschedule(pg_catalog.repeat('s', 1024 * 1024))$$),
 		(34, 'unschedule(unknown)', $$SELECT jobqueue.jq_unschedule('no_such_schedule')$$),
 		(35, 'unschedule(h)', $$SELECT jobqueue.jq_unschedule('h')$$),
-		(36, 'run_schedules()', $$SELECT jobqueue.jq_run_schedules()$$))
+		(36, 'run_schedules()', $$SELECT jobqueue.jq_run_schedules()$$),
+		(37, 'create_queue(NaN rate)', $$SELECT jobqueue.jq_create_queue('hostile_rl', rate_limit => 'NaN')$$),
+		(38, 'create_queue(infinite rate)', $$SELECT jobqueue.jq_create_queue('hostile_rl', rate_limit => '-Infinity')$$),
+		(39, 'create_queue(int max burst)', $$SELECT jobqueue.jq_create_queue('hostile_rl', rate_limit => 1, rate_burst => 2147483647)$$),
+		(40, 'alter_queue(int min burst)', $$SELECT jobqueue.jq_alter_queue('hostile', rate_burst => -2147483648)$$),
+		(41, 'alter_queue(tiny rate)', $$SELECT jobqueue.jq_alter_queue('hostile', rate_limit => 1e-300)$$),
+		(42, 'rate_limits()', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_rate_limits()$$))
 	AS v(ord, label, stmt)
 ORDER BY v.ord;
 
@@ -590,7 +596,7 @@ WHERE d.classid = 'pg_catalog.pg_proc'::regclass AND d.deptype = 'e'
 						  'jq_grant_monitor', 'jq_revoke_monitor',
 						  'jq_worker_status', 'jq_worker_tasks',
 						  'jq_cron_next', 'jq_schedule', 'jq_unschedule',
-						  'jq_run_schedules')
+						  'jq_run_schedules', 'jq_rate_limits')
 ORDER BY 1;
 
 -- clean up

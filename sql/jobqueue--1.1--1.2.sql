@@ -293,8 +293,106 @@ COMMENT ON FUNCTION jobqueue.jq_run_schedules() IS
 	'enqueue the jobs of every due schedule slot now (without the background worker); returns how many';
 REVOKE ALL ON FUNCTION jobqueue.jq_run_schedules() FROM PUBLIC;
 
--- The functions above join the admin set (and jq_cron_next the monitor
--- set); the definition of 1.2's earlier section, extended.
+
+
+/*
+ * Rate limits: jobs started per second for a queue across the cluster
+ * (NULL: none), and the size of its token bucket (NULL: the rate rounded
+ * up, at least 1).  Kept in shared memory by jq_claim(); see
+ * docs/rate-limits.md.
+ */
+ALTER TABLE jobqueue.queues
+	ADD COLUMN rate_limit float8 DEFAULT NULL
+		CONSTRAINT queues_rate_limit_valid CHECK (rate_limit > 0 AND rate_limit <= 1000000),
+	ADD COLUMN rate_burst integer DEFAULT NULL
+		CONSTRAINT queues_rate_burst_valid CHECK (rate_burst >= 1 AND rate_burst <= 1000000);
+
+/*
+ * jq_create_queue and jq_alter_queue take the two as new last arguments:
+ * the new signatures are created, the rights granted on the old ones are
+ * granted on them, and the old ones are dropped.
+ */
+CREATE FUNCTION jobqueue.jq_create_queue(
+	queue_name text,
+	max_attempts int DEFAULT 8,
+	lease_duration interval DEFAULT '60 seconds',
+	max_runtime interval DEFAULT '1 hour',
+	backoff_base interval DEFAULT '10 seconds',
+	backoff_max interval DEFAULT '1 hour',
+	retention interval DEFAULT '7 days',
+	rate_limit float8 DEFAULT NULL,
+	rate_burst int DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'jq_create_queue'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION jobqueue.jq_create_queue(text, int, interval, interval, interval, interval, interval, float8, int) IS
+	'create a queue with its policy; does nothing (with a NOTICE) when it exists';
+
+CREATE FUNCTION jobqueue.jq_alter_queue(
+	queue_name text,
+	max_attempts int DEFAULT NULL,
+	lease_duration interval DEFAULT NULL,
+	max_runtime interval DEFAULT NULL,
+	backoff_base interval DEFAULT NULL,
+	backoff_max interval DEFAULT NULL,
+	retention interval DEFAULT NULL,
+	notify boolean DEFAULT NULL,
+	rate_limit float8 DEFAULT NULL,
+	rate_burst int DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'jq_alter_queue'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION jobqueue.jq_alter_queue(text, int, interval, interval, interval, interval, interval, boolean, float8, int) IS
+	'change a queue''s policy; NULL arguments leave a setting unchanged (rate_limit => 0 removes the limit and its burst, rate_burst => 0 restores the default burst)';
+
+REVOKE ALL ON FUNCTION jobqueue.jq_create_queue(text, int, interval, interval, interval, interval, interval, float8, int) FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobqueue.jq_alter_queue(text, int, interval, interval, interval, interval, interval, boolean, float8, int) FROM PUBLIC;
+
+DO $$
+DECLARE
+	r record;
+BEGIN
+	FOR r IN
+		SELECT CASE p.proname
+				 WHEN 'jq_create_queue' THEN 'jobqueue.jq_create_queue(text, int, interval, interval, interval, interval, interval, float8, int)'
+				 ELSE 'jobqueue.jq_alter_queue(text, int, interval, interval, interval, interval, interval, boolean, float8, int)'
+			   END AS fn,
+			   a.grantee::pg_catalog.regrole AS grantee
+		FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
+		WHERE p.oid IN ('jobqueue.jq_create_queue(text, integer, interval, interval, interval, interval, interval)'::pg_catalog.regprocedure,
+						'jobqueue.jq_alter_queue(text, integer, interval, interval, interval, interval, interval, boolean)'::pg_catalog.regprocedure)
+		  AND a.privilege_type = 'EXECUTE' AND a.grantee <> 0 AND a.grantee <> p.proowner
+	LOOP
+		EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s', r.fn, r.grantee);
+	END LOOP;
+END
+$$;
+
+DROP FUNCTION jobqueue.jq_create_queue(text, integer, interval, interval, interval, interval, interval);
+DROP FUNCTION jobqueue.jq_alter_queue(text, integer, interval, interval, interval, interval, interval, boolean);
+
+/*
+ * The rate limit buckets of this database's queues: the policy in use, the
+ * tokens now, how many claims the limit cut short and how many jobs were
+ * claimed, since the bucket was created (at the first claim after start).
+ */
+CREATE FUNCTION jobqueue.jq_rate_limits(
+	OUT queue_name text,
+	OUT rate_limit float8,
+	OUT rate_burst integer,
+	OUT tokens float8,
+	OUT claims_limited bigint,
+	OUT jobs_claimed bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'jq_rate_limits'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION jobqueue.jq_rate_limits() IS
+	'the rate limit buckets of this database''s queues: tokens, claims cut short by the limit, jobs claimed';
+REVOKE ALL ON FUNCTION jobqueue.jq_rate_limits() FROM PUBLIC;
+
+-- The functions above join the admin set (and jq_cron_next and
+-- jq_rate_limits the monitor set; jq_create_queue and jq_alter_queue have
+-- new signatures); the definition of 1.2's earlier section, extended.
 CREATE OR REPLACE FUNCTION jobqueue.jq_role_functions(kind text)
 RETURNS SETOF regprocedure
 LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp
@@ -316,8 +414,8 @@ BEGIN
 				'jobqueue.jq_heartbeat(bigint, bigint, interval)',
 				'jobqueue.jq_release(bigint, bigint, interval)']
 			WHEN 'admin' THEN ARRAY[
-				'jobqueue.jq_create_queue(text, integer, interval, interval, interval, interval, interval)',
-				'jobqueue.jq_alter_queue(text, integer, interval, interval, interval, interval, interval, boolean)',
+				'jobqueue.jq_create_queue(text, integer, interval, interval, interval, interval, interval, double precision, integer)',
+				'jobqueue.jq_alter_queue(text, integer, interval, interval, interval, interval, interval, boolean, double precision, integer)',
 				'jobqueue.jq_drop_queue(text, boolean)',
 				'jobqueue.jq_pause_queue(text)',
 				'jobqueue.jq_resume_queue(text)',
@@ -335,13 +433,15 @@ BEGIN
 				'jobqueue.jq_cron_next(text, timestamp with time zone, text, integer)',
 				'jobqueue.jq_schedule(text, text, text, jsonb, text, integer, text, boolean)',
 				'jobqueue.jq_unschedule(text)',
-				'jobqueue.jq_run_schedules()']
+				'jobqueue.jq_run_schedules()',
+				'jobqueue.jq_rate_limits()']
 			WHEN 'monitor' THEN ARRAY[
 				'jobqueue.jq_finished_count(text, jobqueue.job_status)',
 				'jobqueue.jq_counters(boolean)',
 				'jobqueue.jq_worker_status()',
 				'jobqueue.jq_worker_tasks()',
-				'jobqueue.jq_cron_next(text, timestamp with time zone, text, integer)']
+				'jobqueue.jq_cron_next(text, timestamp with time zone, text, integer)',
+				'jobqueue.jq_rate_limits()']
 			END) AS f(name)
 		-- functions of later versions or of other features may be missing
 		CROSS JOIN LATERAL pg_catalog.to_regprocedure(f.name) AS r(p)

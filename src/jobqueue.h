@@ -57,6 +57,7 @@
 /* Names of the shared memory areas and of their LWLock tranches */
 #define JQ_SHMEM_NAME "jobqueue"
 #define JQ_COUNTERS_TRANCHE "jobqueue counters"
+#define JQ_RATELIMIT_TRANCHE "jobqueue rate limits"
 
 /* GUCs of the hot path (lifecycle.c) */
 extern int	jq_max_claim_batch;
@@ -385,6 +386,17 @@ extern TimestampTz jq_next_lease_expiry(void);
 extern int64 jq_task_schedule(TimestampTz now, List **ready, MemoryContext cxt,
 							  bool *more);
 extern TimestampTz jq_schedules_next_due(void);
+
+/* Rate limits of queues (ratelimit.c) */
+extern int	jq_max_rate_limited_queues;
+extern void jq_ratelimit_guc_init(void);
+extern Size jq_ratelimit_shmem_size(void);
+extern void jq_ratelimit_shmem_init(void);
+extern bool jq_rate_policy(const char *queue_name, double *rate, int *burst);
+extern void jq_rate_forget(const char *queue_name);
+extern int	jq_rate_reserve(const char *queue_name, double rate, int burst,
+							int n, int *bucket);
+extern void jq_rate_return(int bucket, int reserved, int unused);
 
 /*
  * Cron expressions (cron.c).  Bit v of a mask is set when value v matches;

@@ -429,6 +429,10 @@ jq_claim(PG_FUNCTION_ARGS)
 	Tuplestorestate *tupstore;
 	uint64		i;
 	instr_time	start;
+	double		rate;
+	int			burst;
+	int			bucket = -1;
+	volatile int32 reserved = n;
 
 	jq_count_start(&start);
 	if (n > jq_max_claim_batch)
@@ -450,7 +454,33 @@ jq_claim(PG_FUNCTION_ARGS)
 	tupstore = jq_srf_init(fcinfo, &tupdesc);
 
 	jq_spi_connect();
-	jq_execute(JQ_PLAN_CLAIM, values, nulls, SPI_OK_SELECT);
+
+	/*
+	 * A rate-limited queue: reserve tokens (never waiting), claim at most
+	 * that many, give back the rest -- also when the statement fails.
+	 */
+	if (jq_rate_policy(queue_name, &rate, &burst))
+	{
+		reserved = jq_rate_reserve(queue_name, rate, burst, n, &bucket);
+		if (reserved == 0)
+		{
+			jq_spi_finish();
+			jq_count_call(queue_name, JQ_CTR_CLAIM_CALLS, &start);
+			return (Datum) 0;
+		}
+		values[1] = Int32GetDatum(reserved);
+	}
+	PG_TRY();
+	{
+		jq_execute(JQ_PLAN_CLAIM, values, nulls, SPI_OK_SELECT);
+	}
+	PG_CATCH();
+	{
+		jq_rate_return(bucket, reserved, reserved);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	jq_rate_return(bucket, reserved, reserved - (int) SPI_processed);
 	jq_count(queue_name, JQ_CTR_CLAIMED, (int64) SPI_processed);
 	/* leases that may expire: the worker pool should come by soon */
 	if (SPI_processed > 0)

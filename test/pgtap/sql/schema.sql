@@ -138,11 +138,11 @@ FROM (VALUES
 --
 CREATE TEMP TABLE fn (ord int, name name, argtypes name[], args text, result text);
 INSERT INTO fn VALUES
-	(1, 'jq_create_queue', '{text,integer,interval,interval,interval,interval,interval}',
-	 'queue_name text, max_attempts integer DEFAULT 8, lease_duration interval DEFAULT ''00:01:00''::interval, max_runtime interval DEFAULT ''01:00:00''::interval, backoff_base interval DEFAULT ''00:00:10''::interval, backoff_max interval DEFAULT ''01:00:00''::interval, retention interval DEFAULT ''7 days''::interval',
+	(1, 'jq_create_queue', '{text,integer,interval,interval,interval,interval,interval,double precision,integer}',
+	 'queue_name text, max_attempts integer DEFAULT 8, lease_duration interval DEFAULT ''00:01:00''::interval, max_runtime interval DEFAULT ''01:00:00''::interval, backoff_base interval DEFAULT ''00:00:10''::interval, backoff_max interval DEFAULT ''01:00:00''::interval, retention interval DEFAULT ''7 days''::interval, rate_limit double precision DEFAULT NULL::double precision, rate_burst integer DEFAULT NULL::integer',
 	 'void'),
-	(2, 'jq_alter_queue', '{text,integer,interval,interval,interval,interval,interval,boolean}',
-	 'queue_name text, max_attempts integer DEFAULT NULL::integer, lease_duration interval DEFAULT NULL::interval, max_runtime interval DEFAULT NULL::interval, backoff_base interval DEFAULT NULL::interval, backoff_max interval DEFAULT NULL::interval, retention interval DEFAULT NULL::interval, notify boolean DEFAULT NULL::boolean',
+	(2, 'jq_alter_queue', '{text,integer,interval,interval,interval,interval,interval,boolean,double precision,integer}',
+	 'queue_name text, max_attempts integer DEFAULT NULL::integer, lease_duration interval DEFAULT NULL::interval, max_runtime interval DEFAULT NULL::interval, backoff_base interval DEFAULT NULL::interval, backoff_max interval DEFAULT NULL::interval, retention interval DEFAULT NULL::interval, notify boolean DEFAULT NULL::boolean, rate_limit double precision DEFAULT NULL::double precision, rate_burst integer DEFAULT NULL::integer',
 	 'void'),
 	(3, 'jq_drop_queue', '{text,boolean}', 'queue_name text, force boolean DEFAULT false', 'void'),
 	(4, 'jq_pause_queue', '{text}', 'queue_name text', 'void'),
