@@ -315,11 +315,15 @@ jq_worker_next_visit(TimestampTz now)
 		return soon;
 	if (lease != 0 && lease < next)
 		next = Max(lease, soon);
-	/* a task that knows when its next work comes (the next schedule slot) */
+	/*
+	 * A task that knows when its next work comes (the next schedule slot);
+	 * not sooner than a busy database, so that a task that keeps failing
+	 * does not bring the pool back at once.
+	 */
 	for (int t = 0; t < JQ_NUM_TASKS; t++)
 	{
 		if (jq_worker_tasks[t].next_due != NULL)
-			next = Min(next, Max(jq_worker_tasks[t].next_due(), now));
+			next = Min(next, Max(jq_worker_tasks[t].next_due(), soon));
 	}
 	return next;
 }
