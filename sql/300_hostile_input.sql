@@ -602,6 +602,56 @@ FROM (VALUES
 ORDER BY v.ord;
 
 --------------------------------------------------------------------------
+-- 1.2: cron expressions, schedules, rate limits
+--------------------------------------------------------------------------
+SELECT v.label, pg_temp.try(v.stmt) AS result
+FROM (VALUES
+		(1, 'cron_next(NULL cron)', $$SELECT * FROM jobqueue.jq_cron_next(NULL, now())$$),
+		(2, 'cron_next(NULL after)', $$SELECT * FROM jobqueue.jq_cron_next('* * * * *', NULL)$$),
+		(3, 'cron_next(NULL timezone)', $$SELECT * FROM jobqueue.jq_cron_next('* * * * *', now(), NULL)$$),
+		(4, 'cron_next(NULL count)', $$SELECT * FROM jobqueue.jq_cron_next('* * * * *', now(), 'UTC', NULL)$$),
+		(5, 'cron_next(1 MB cron)', $$SELECT * FROM jobqueue.jq_cron_next(pg_catalog.repeat('*', 1024 * 1024), now())$$),
+		(6, 'cron_next(1 MB timezone)', $$SELECT * FROM jobqueue.jq_cron_next('* * * * *', now(), pg_catalog.repeat('x', 1024 * 1024))$$),
+		(7, 'cron_next(infinity)', $$SELECT * FROM jobqueue.jq_cron_next('* * * * *', 'infinity')$$),
+		(8, 'cron_next(-infinity)', $$SELECT * FROM jobqueue.jq_cron_next('* * * * *', '-infinity')$$),
+		(9, 'cron_next(first instant)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_cron_next('* * * * *', '4714-11-24 00:00:00+00 BC', 'UTC', 3)$$),
+		(10, 'cron_next(last instant)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_cron_next('* * * * *', '294276-12-31 23:59:59+00', 'UTC', 3)$$),
+		(11, 'cron_next(seconds at the end)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_cron_next('59 seconds', '294276-12-31 23:59:59+00', 'UTC', 3)$$),
+		(12, 'cron_next(int max count)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_cron_next('* * * * *', now(), 'UTC', 2147483647)$$),
+		(13, 'cron_next(int min count)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_cron_next('* * * * *', now(), 'UTC', -2147483648)$$),
+		(14, 'cron_next(huge numbers)', $$SELECT * FROM jobqueue.jq_cron_next('99999999999999999999 * * * *', now())$$),
+		(15, 'cron_next(huge step)', $$SELECT * FROM jobqueue.jq_cron_next('*/99999999999999999999 * * * *', now())$$),
+		(16, 'cron_next(never fires)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_cron_next('0 0 31 2 *', now(), 'UTC', 100000)$$),
+		(17, 'cron_next(posix zone)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_cron_next('0 0 * * *', now(), '<+0330>-3:30', 2)$$),
+		(18, 'schedule(NULL name)', $$SELECT jobqueue.jq_schedule(NULL, 'hostile', '* * * * *')$$),
+		(19, 'schedule(1 MB name)', $$SELECT jobqueue.jq_schedule(pg_catalog.repeat('s', 1024 * 1024), 'hostile', '* * * * *')$$),
+		(20, 'schedule(name is SQL)', $$SELECT jobqueue.jq_schedule('x''; DROP TABLE jobqueue.jobs; --', 'hostile', '* * * * *')$$),
+		(21, 'schedule(unknown queue)', $$SELECT jobqueue.jq_schedule('h', 'no_such_queue', '* * * * *')$$),
+		(22, 'schedule(1 MB cron)', $$SELECT jobqueue.jq_schedule('h', 'hostile', pg_catalog.repeat('1,', 512 * 1024) || '1 * * * *')$$),
+		(23, 'schedule(never fires)', $$SELECT jobqueue.jq_schedule('h', 'hostile', '0 0 31 11 *')$$),
+		(24, 'schedule(deep payload)', $$SELECT jobqueue.jq_schedule('h', 'hostile', '* * * * *', (pg_catalog.repeat('{"a": ', 5000) || '1' || pg_catalog.repeat('}', 5000))::jsonb) IS NOT NULL$$),
+		(25, 'schedule(scalar payload)', $$SELECT jobqueue.jq_schedule('h', 'hostile', '* * * * *', 'null')$$),
+		(26, 'schedule(oversize payload)', $$SELECT jobqueue.jq_schedule('h', 'hostile', '* * * * *', pg_catalog.jsonb_build_object('x', pg_catalog.repeat('x', 2 * 1024 * 1024)))$$),
+		(27, 'schedule(NULL timezone)', $$SELECT jobqueue.jq_schedule('h', 'hostile', '* * * * *', timezone => NULL)$$),
+		(28, 'schedule(1 MB timezone)', $$SELECT jobqueue.jq_schedule('h', 'hostile', '* * * * *', timezone => pg_catalog.repeat('z', 1024 * 1024))$$),
+		(29, 'schedule(int min priority)', $$SELECT jobqueue.jq_schedule('h', 'hostile', '* * * * *', priority => -2147483648) IS NOT NULL$$),
+		(30, 'schedule(1 MB catch_up)', $$SELECT jobqueue.jq_schedule('h', 'hostile', '* * * * *', catch_up => pg_catalog.repeat('a', 1024 * 1024))$$),
+		(31, 'schedule(NULL enabled)', $$SELECT jobqueue.jq_schedule('h', 'hostile', '* * * * *', enabled => NULL)$$),
+		(32, 'unschedule(NULL)', $$SELECT jobqueue.jq_unschedule(NULL)$$),
+		(33, 'unschedule(1 MB name)', $$SELECT jobqueue.jq_unschedule(pg_catalog.repeat('s', 1024 * 1024))$$),
+		(34, 'unschedule(unknown)', $$SELECT jobqueue.jq_unschedule('no_such_schedule')$$),
+		(35, 'unschedule(h)', $$SELECT jobqueue.jq_unschedule('h')$$),
+		(36, 'run_schedules()', $$SELECT jobqueue.jq_run_schedules()$$),
+		(37, 'create_queue(NaN rate)', $$SELECT jobqueue.jq_create_queue('hostile_rl', rate_limit => 'NaN')$$),
+		(38, 'create_queue(infinite rate)', $$SELECT jobqueue.jq_create_queue('hostile_rl', rate_limit => '-Infinity')$$),
+		(39, 'create_queue(int max burst)', $$SELECT jobqueue.jq_create_queue('hostile_rl', rate_limit => 1, rate_burst => 2147483647)$$),
+		(40, 'alter_queue(int min burst)', $$SELECT jobqueue.jq_alter_queue('hostile', rate_burst => -2147483648)$$),
+		(41, 'alter_queue(tiny rate)', $$SELECT jobqueue.jq_alter_queue('hostile', rate_limit => 1e-300)$$),
+		(42, 'rate_limits()', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_rate_limits()$$))
+	AS v(ord, label, stmt)
+ORDER BY v.ord;
+
+--------------------------------------------------------------------------
 -- Every function of the extension was called above.  A new function must
 -- be added to this test (and to this list) with its own hostile calls.
 --------------------------------------------------------------------------
@@ -623,7 +673,9 @@ WHERE d.classid = 'pg_catalog.pg_proc'::regclass AND d.deptype = 'e'
 						  'jq_grant_monitor', 'jq_revoke_monitor',
 						  'jq_worker_status', 'jq_worker_tasks',
 						  'jq_progress', 'jq_job',
-						  'jq_group_stats', 'jq_group_count')
+						  'jq_group_stats', 'jq_group_count',
+						  'jq_cron_next', 'jq_schedule', 'jq_unschedule',
+						  'jq_run_schedules', 'jq_rate_limits')
 ORDER BY 1;
 
 -- clean up

@@ -332,11 +332,13 @@ CREATE FUNCTION jobqueue.jq_create_queue(
 	group_concurrency int DEFAULT NULL,
 	group_ordered boolean DEFAULT false,
 	fairness text DEFAULT 'priority',
-	priority_aging interval DEFAULT NULL)
+	priority_aging interval DEFAULT NULL,
+	rate_limit float8 DEFAULT NULL,
+	rate_burst int DEFAULT NULL)
 RETURNS void
 AS 'MODULE_PATHNAME', 'jq_create_queue'
 LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION jobqueue.jq_create_queue(text, int, interval, interval, interval, interval, interval, boolean, int, boolean, text, interval) IS
+COMMENT ON FUNCTION jobqueue.jq_create_queue(text, int, interval, interval, interval, interval, interval, boolean, int, boolean, text, interval, float8, int) IS
 	'create a queue with its policy; does nothing (with a NOTICE) when it exists';
 
 CREATE FUNCTION jobqueue.jq_alter_queue(
@@ -352,12 +354,14 @@ CREATE FUNCTION jobqueue.jq_alter_queue(
 	group_concurrency int DEFAULT NULL,
 	group_ordered boolean DEFAULT NULL,
 	fairness text DEFAULT NULL,
-	priority_aging interval DEFAULT NULL)
+	priority_aging interval DEFAULT NULL,
+	rate_limit float8 DEFAULT NULL,
+	rate_burst int DEFAULT NULL)
 RETURNS void
 AS 'MODULE_PATHNAME', 'jq_alter_queue'
 LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION jobqueue.jq_alter_queue(text, int, interval, interval, interval, interval, interval, boolean, boolean, int, boolean, text, interval) IS
-	'change a queue''s policy; NULL arguments leave a setting unchanged';
+COMMENT ON FUNCTION jobqueue.jq_alter_queue(text, int, interval, interval, interval, interval, interval, boolean, boolean, int, boolean, text, interval, float8, int) IS
+	'change a queue''s policy; NULL arguments leave a setting unchanged (group_concurrency 0 and priority_aging ''0'' remove the limit and the aging; rate_limit 0 removes the limit and its burst, rate_burst 0 restores the default burst)';
 
 CREATE FUNCTION jobqueue.jq_enqueue(
 	queue_name text,
@@ -423,9 +427,9 @@ BEGIN
 		SELECT o.sig AS old_sig, o.new_sig, a.grantee::pg_catalog.regrole AS grantee
 		FROM (VALUES
 			('jobqueue.jq_create_queue(text, int, interval, interval, interval, interval, interval)',
-			 'jobqueue.jq_create_queue(text, int, interval, interval, interval, interval, interval, boolean, int, boolean, text, interval)'),
+			 'jobqueue.jq_create_queue(text, int, interval, interval, interval, interval, interval, boolean, int, boolean, text, interval, float8, int)'),
 			('jobqueue.jq_alter_queue(text, int, interval, interval, interval, interval, interval, boolean)',
-			 'jobqueue.jq_alter_queue(text, int, interval, interval, interval, interval, interval, boolean, boolean, int, boolean, text, interval)'),
+			 'jobqueue.jq_alter_queue(text, int, interval, interval, interval, interval, interval, boolean, boolean, int, boolean, text, interval, float8, int)'),
 			('jobqueue.jq_enqueue(text, jsonb, int, timestamptz, int, text)',
 			 'jobqueue.jq_enqueue(text, jsonb, int, timestamptz, int, text, bigint[], text)'),
 			('jobqueue.jq_enqueue_many(text, jsonb[], int, timestamptz)',
@@ -478,8 +482,8 @@ LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp ROWS 
 COMMENT ON FUNCTION jobqueue.jq_job(bigint) IS
 	'one job: state, attempts, result, progress, errors, times, and the dependencies it waits for; no row for an unknown id';
 
-REVOKE ALL ON FUNCTION jobqueue.jq_create_queue(text, int, interval, interval, interval, interval, interval, boolean, int, boolean, text, interval) FROM PUBLIC;
-REVOKE ALL ON FUNCTION jobqueue.jq_alter_queue(text, int, interval, interval, interval, interval, interval, boolean, boolean, int, boolean, text, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobqueue.jq_create_queue(text, int, interval, interval, interval, interval, interval, boolean, int, boolean, text, interval, float8, int) FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobqueue.jq_alter_queue(text, int, interval, interval, interval, interval, interval, boolean, boolean, int, boolean, text, interval, float8, int) FROM PUBLIC;
 REVOKE ALL ON FUNCTION jobqueue.jq_enqueue(text, jsonb, int, timestamptz, int, text, bigint[], text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION jobqueue.jq_enqueue_many(text, jsonb[], int, timestamptz, bigint[], text[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION jobqueue.jq_complete(bigint, bigint, jsonb) FROM PUBLIC;
@@ -667,7 +671,133 @@ CROSS JOIN LATERAL
 	 FROM jobqueue.groups gr
 	 WHERE gr.queue_name = q.queue_name) gs;
 
--- The new signatures, jq_progress, jq_job and jq_group_stats in the sets of rights.
+------------------------------------------------------------------------------
+-- Schedules and rate limits
+------------------------------------------------------------------------------
+
+/*
+ * Cron expressions: the next fire times of an expression in a time zone,
+ * strictly after a given instant.  Pure (reads no table), so IMMUTABLE is
+ * not claimed only because time zone data may change with the server.
+ */
+CREATE FUNCTION jobqueue.jq_cron_next(
+	cron text,
+	after timestamptz,
+	timezone text DEFAULT 'UTC',
+	count integer DEFAULT 1)
+RETURNS SETOF timestamptz
+AS 'MODULE_PATHNAME', 'jq_cron_next'
+LANGUAGE C STABLE PARALLEL SAFE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION jobqueue.jq_cron_next(text, timestamptz, text, integer) IS
+	'the next count fire times of a cron expression in a time zone, strictly after a given instant';
+REVOKE ALL ON FUNCTION jobqueue.jq_cron_next(text, timestamptz, text, integer) FROM PUBLIC;
+
+/*
+ * Recurring schedules.  The background worker (or jq_run_schedules(), for
+ * installations without it) enqueues one job per due slot into the
+ * schedule's queue.  next_run_at is the next slot not yet handled (NULL:
+ * the expression fires no more, or the schedule is disabled); the job of a
+ * slot and the advance of next_run_at commit together, and the job's
+ * idempotency key names the schedule and the slot, so no slot is enqueued
+ * twice.  last_run_at is the slot of the last job enqueued, last_job_id
+ * that job.
+ */
+CREATE TABLE jobqueue.schedules (
+	schedule_name	text NOT NULL PRIMARY KEY
+		CONSTRAINT schedules_name_valid CHECK (schedule_name ~ '^[A-Za-z0-9_.:-]{1,128}$'),
+	queue_name		text NOT NULL
+		CONSTRAINT schedules_queue_name_valid CHECK (queue_name ~ '^[A-Za-z0-9_.:-]{1,128}$'),
+	cron			text NOT NULL
+		CONSTRAINT schedules_cron_length CHECK (pg_catalog.octet_length(cron) BETWEEN 1 AND 1000),
+	timezone		text NOT NULL DEFAULT 'UTC'
+		CONSTRAINT schedules_timezone_length CHECK (pg_catalog.octet_length(timezone) BETWEEN 1 AND 255),
+	payload			jsonb NOT NULL DEFAULT '{}'
+		CONSTRAINT schedules_payload_object CHECK (pg_catalog.jsonb_typeof(payload) = 'object'),
+	priority		integer NOT NULL DEFAULT 0,
+	enabled			boolean NOT NULL DEFAULT true,
+	catch_up		text NOT NULL DEFAULT 'latest'
+		CONSTRAINT schedules_catch_up_valid CHECK (catch_up IN ('latest', 'all', 'none')),
+	next_run_at		timestamptz,
+	last_run_at		timestamptz,
+	last_job_id		bigint,
+	created_at		timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+COMMENT ON TABLE jobqueue.schedules IS
+	'recurring schedules: one job per due slot of the cron expression, enqueued by the background worker or jq_run_schedules()';
+
+-- the scheduler's probe for the earliest due slot
+CREATE INDEX schedules_due_idx ON jobqueue.schedules (next_run_at) WHERE enabled;
+
+SELECT pg_catalog.pg_extension_config_dump('jobqueue.schedules', '');
+REVOKE ALL ON jobqueue.schedules FROM PUBLIC;
+
+CREATE FUNCTION jobqueue.jq_schedule(
+	schedule_name text,
+	queue_name text,
+	cron text,
+	payload jsonb DEFAULT '{}',
+	timezone text DEFAULT 'UTC',
+	priority integer DEFAULT 0,
+	catch_up text DEFAULT 'latest',
+	enabled boolean DEFAULT true)
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'jq_schedule'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION jobqueue.jq_schedule(text, text, text, jsonb, text, integer, text, boolean) IS
+	'create or replace a recurring schedule; returns its next run time (NULL when disabled)';
+REVOKE ALL ON FUNCTION jobqueue.jq_schedule(text, text, text, jsonb, text, integer, text, boolean) FROM PUBLIC;
+
+CREATE FUNCTION jobqueue.jq_unschedule(schedule_name text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'jq_unschedule'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION jobqueue.jq_unschedule(text) IS
+	'delete a schedule; false when there was none of that name';
+REVOKE ALL ON FUNCTION jobqueue.jq_unschedule(text) FROM PUBLIC;
+
+CREATE FUNCTION jobqueue.jq_run_schedules()
+RETURNS integer
+AS 'MODULE_PATHNAME', 'jq_run_schedules'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION jobqueue.jq_run_schedules() IS
+	'enqueue the jobs of every due schedule slot now (without the background worker); returns how many';
+REVOKE ALL ON FUNCTION jobqueue.jq_run_schedules() FROM PUBLIC;
+
+
+
+/*
+ * Rate limits: jobs started per second for a queue across the cluster
+ * (NULL: none), and the size of its token bucket (NULL: the rate rounded
+ * up, at least 1).  Kept in shared memory by jq_claim(); see
+ * docs/rate-limits.md.
+ */
+ALTER TABLE jobqueue.queues
+	ADD COLUMN rate_limit float8 DEFAULT NULL
+		CONSTRAINT queues_rate_limit_valid CHECK (rate_limit > 0 AND rate_limit <= 1000000),
+	ADD COLUMN rate_burst integer DEFAULT NULL
+		CONSTRAINT queues_rate_burst_valid CHECK (rate_burst >= 1 AND rate_burst <= 1000000);
+
+/*
+ * The rate limit buckets of this database's queues: the policy in use, the
+ * tokens now, how many claims the limit cut short and how many jobs were
+ * claimed, since the bucket was created (at the first claim after start).
+ */
+CREATE FUNCTION jobqueue.jq_rate_limits(
+	OUT queue_name text,
+	OUT rate_limit float8,
+	OUT rate_burst integer,
+	OUT tokens float8,
+	OUT claims_limited bigint,
+	OUT jobs_claimed bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'jq_rate_limits'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION jobqueue.jq_rate_limits() IS
+	'the rate limit buckets of this database''s queues: tokens, claims cut short by the limit, jobs claimed';
+REVOKE ALL ON FUNCTION jobqueue.jq_rate_limits() FROM PUBLIC;
+
+-- The new signatures, and the functions of results, ordering, schedules and
+-- rate limits, in the sets of rights.
 CREATE OR REPLACE FUNCTION jobqueue.jq_role_functions(kind text)
 RETURNS SETOF regprocedure
 LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp
@@ -692,8 +822,8 @@ BEGIN
 				'jobqueue.jq_progress(bigint, bigint, jsonb)',
 				'jobqueue.jq_job(bigint)']
 			WHEN 'admin' THEN ARRAY[
-				'jobqueue.jq_create_queue(text, integer, interval, interval, interval, interval, interval, boolean, integer, boolean, text, interval)',
-				'jobqueue.jq_alter_queue(text, integer, interval, interval, interval, interval, interval, boolean, boolean, integer, boolean, text, interval)',
+				'jobqueue.jq_create_queue(text, integer, interval, interval, interval, interval, interval, boolean, integer, boolean, text, interval, double precision, integer)',
+				'jobqueue.jq_alter_queue(text, integer, interval, interval, interval, interval, interval, boolean, boolean, integer, boolean, text, interval, double precision, integer)',
 				'jobqueue.jq_drop_queue(text, boolean)',
 				'jobqueue.jq_pause_queue(text)',
 				'jobqueue.jq_resume_queue(text)',
@@ -709,13 +839,20 @@ BEGIN
 				'jobqueue.jq_worker_status()',
 				'jobqueue.jq_worker_tasks()',
 				'jobqueue.jq_job(bigint)',
-				'jobqueue.jq_group_stats(text)']
+				'jobqueue.jq_group_stats(text)',
+				'jobqueue.jq_cron_next(text, timestamp with time zone, text, integer)',
+				'jobqueue.jq_schedule(text, text, text, jsonb, text, integer, text, boolean)',
+				'jobqueue.jq_unschedule(text)',
+				'jobqueue.jq_run_schedules()',
+				'jobqueue.jq_rate_limits()']
 			WHEN 'monitor' THEN ARRAY[
 				'jobqueue.jq_finished_count(text, jobqueue.job_status)',
 				'jobqueue.jq_counters(boolean)',
 				'jobqueue.jq_worker_status()',
 				'jobqueue.jq_worker_tasks()',
-				'jobqueue.jq_group_stats(text)']
+				'jobqueue.jq_group_stats(text)',
+				'jobqueue.jq_cron_next(text, timestamp with time zone, text, integer)',
+				'jobqueue.jq_rate_limits()']
 			END) AS f(name)
 		-- functions of later versions or of other features may be missing
 		CROSS JOIN LATERAL pg_catalog.to_regprocedure(f.name) AS r(p)

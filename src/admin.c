@@ -12,6 +12,8 @@
  */
 #include "jobqueue.h"
 
+#include <math.h>
+
 #include "catalog/pg_type.h"
 #include "commands/prepare.h"
 #include "miscadmin.h"
@@ -37,22 +39,78 @@ jq_caller_name(void)
 }
 
 /*
+ * The rate limit arguments (1.2) at argno and argno + 1, when the SQL
+ * definition has them.  In jq_create_queue NULL means none; in
+ * jq_alter_queue NULL leaves a setting unchanged, and 0 removes the limit
+ * (rate_limit) or restores the default bucket size (rate_burst): *clear
+ * says so.
+ */
+static void
+jq_arg_rate(FunctionCallInfo fcinfo, int argno, bool allow_zero,
+			Datum *values, char *nulls, bool *clear_rate, bool *clear_burst)
+{
+	*clear_rate = *clear_burst = false;
+	nulls[0] = nulls[1] = JQ_ISNULL;
+	values[0] = values[1] = (Datum) 0;
+	if (PG_NARGS() > argno && !PG_ARGISNULL(argno))
+	{
+		float8		rate = PG_GETARG_FLOAT8(argno);
+
+		if (allow_zero && rate == 0)
+			*clear_rate = true;
+		else if (isnan(rate) || rate <= 0 || rate > 1000000)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("rate_limit must be greater than 0 and at most 1000000"),
+					 errdetail("The value given was %g.", rate),
+					 allow_zero ? errhint("Use rate_limit => 0 to remove the limit.") : 0));
+		else
+		{
+			values[0] = Float8GetDatum(rate);
+			nulls[0] = JQ_NOTNULL;
+		}
+	}
+	if (PG_NARGS() > argno + 1 && !PG_ARGISNULL(argno + 1))
+	{
+		int32		burst = PG_GETARG_INT32(argno + 1);
+
+		if (allow_zero && burst == 0)
+			*clear_burst = true;
+		else if (burst < 1 || burst > 1000000)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("rate_burst must be between 1 and 1000000"),
+					 errdetail("The value given was %d.", burst)));
+		else
+		{
+			values[1] = Int32GetDatum(burst);
+			nulls[1] = JQ_NOTNULL;
+		}
+	}
+}
+
+/*
  * jq_create_queue(queue_name, max_attempts, lease_duration, max_runtime,
  *				   backoff_base, backoff_max, retention, notify_finished,
- *				   group_concurrency, group_ordered, fairness, priority_aging)
- *		returns void
+ *				   group_concurrency, group_ordered, fairness, priority_aging,
+ *				   rate_limit, rate_burst) returns void
  *
  * Creating a queue that exists changes nothing and says so in a NOTICE, so
- * that deployments may call it at every start.
+ * that deployments may call it at every start.  The arguments after
+ * retention exist since 1.2; an older SQL definition does not pass them.
  */
 Datum
 jq_create_queue(PG_FUNCTION_ARGS)
 {
 	char	   *queue_name = jq_arg_queue_name(fcinfo, 0);
-	Oid			argtypes[8] = {TEXTOID, INT4OID, INTERVALOID, INTERVALOID,
-	INTERVALOID, INTERVALOID, INTERVALOID, BOOLOID};
-	Datum		values[8];
+	Oid			argtypes[10] = {TEXTOID, INT4OID, INTERVALOID, INTERVALOID,
+	INTERVALOID, INTERVALOID, INTERVALOID, BOOLOID, FLOAT8OID, INT4OID};
+	Datum		values[10];
+	char		nulls[10];
+	bool		clear_rate,
+				clear_burst;
 
+	memset(nulls, JQ_NOTNULL, sizeof(nulls));
 	values[0] = CStringGetTextDatum(queue_name);
 	values[1] = Int32GetDatum(jq_arg_positive_int4(fcinfo, 1, "max_attempts"));
 	values[2] = PointerGetDatum(jq_arg_interval(fcinfo, 2, "lease_duration", false, false));
@@ -60,18 +118,19 @@ jq_create_queue(PG_FUNCTION_ARGS)
 	values[4] = PointerGetDatum(jq_arg_interval(fcinfo, 4, "backoff_base", false, false));
 	values[5] = PointerGetDatum(jq_arg_interval(fcinfo, 5, "backoff_max", false, false));
 	values[6] = PointerGetDatum(jq_arg_interval(fcinfo, 6, "retention", false, false));
-	/* notify_finished: an argument since 1.2, absent in an older definition */
 	values[7] = BoolGetDatum(false);
 	if (PG_NARGS() > 7)
 		values[7] = jq_arg_required(fcinfo, 7, "notify_finished");
+	jq_arg_rate(fcinfo, 12, false, &values[8], &nulls[8], &clear_rate, &clear_burst);
 
 	jq_spi_connect();
 	jq_execute_once("create queue", "INSERT INTO jobqueue.queues "
 					"  (queue_name, max_attempts, lease_duration, max_runtime, "
-					"   backoff_base, backoff_max, retention, notify_finished) "
-					"VALUES ($1, $2, $3, $4, $5, $6, $7, $8) "
+					"   backoff_base, backoff_max, retention, notify_finished, "
+					"   rate_limit, rate_burst) "
+					"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) "
 					"ON CONFLICT (queue_name) DO NOTHING",
-					8, argtypes, values, NULL, SPI_OK_INSERT);
+					10, argtypes, values, nulls, SPI_OK_INSERT);
 	if (SPI_processed == 0)
 		ereport(NOTICE,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
@@ -88,7 +147,7 @@ jq_create_queue(PG_FUNCTION_ARGS)
  * jq_alter_queue(queue_name, max_attempts, lease_duration, max_runtime,
  *				  backoff_base, backoff_max, retention, notify,
  *				  notify_finished, group_concurrency, group_ordered, fairness,
- *				  priority_aging) returns void
+ *				  priority_aging, rate_limit, rate_burst) returns void
  *
  * NULL leaves a setting unchanged.  New settings apply to later claims,
  * failures and purges; running leases keep their expiry.
@@ -97,13 +156,16 @@ Datum
 jq_alter_queue(PG_FUNCTION_ARGS)
 {
 	char	   *queue_name = jq_arg_queue_name(fcinfo, 0);
-	Oid			argtypes[9] = {TEXTOID, INT4OID, INTERVALOID, INTERVALOID,
-	INTERVALOID, INTERVALOID, INTERVALOID, BOOLOID, BOOLOID};
+	Oid			argtypes[13] = {TEXTOID, INT4OID, INTERVALOID, INTERVALOID,
+	INTERVALOID, INTERVALOID, INTERVALOID, BOOLOID, BOOLOID, FLOAT8OID, INT4OID,
+	BOOLOID, BOOLOID};
 	static const char *const interval_names[] = {
 		"lease_duration", "max_runtime", "backoff_base", "backoff_max", "retention"
 	};
-	Datum		values[9];
-	char		nulls[9];
+	Datum		values[13];
+	char		nulls[13];
+	bool		clear_rate,
+				clear_burst;
 	int			i;
 
 	memset(nulls, JQ_NOTNULL, sizeof(nulls));
@@ -124,11 +186,14 @@ jq_alter_queue(PG_FUNCTION_ARGS)
 		nulls[7] = JQ_ISNULL;
 	else
 		values[7] = PG_GETARG_DATUM(7);
-	/* notify_finished: an argument since 1.2, absent in an older definition */
+	/* notify_finished and later: arguments since 1.2 */
 	if (PG_NARGS() <= 8 || PG_ARGISNULL(8))
 		nulls[8] = JQ_ISNULL;
 	else
 		values[8] = PG_GETARG_DATUM(8);
+	jq_arg_rate(fcinfo, 13, true, &values[9], &nulls[9], &clear_rate, &clear_burst);
+	values[11] = BoolGetDatum(clear_rate);
+	values[12] = BoolGetDatum(clear_burst);
 
 	jq_spi_connect();
 	jq_execute_once("alter queue", "UPDATE jobqueue.queues q SET "
@@ -139,13 +204,17 @@ jq_alter_queue(PG_FUNCTION_ARGS)
 					"  backoff_max = COALESCE($6, q.backoff_max), "
 					"  retention = COALESCE($7, q.retention), "
 					"  notify = COALESCE($8, q.notify), "
-					"  notify_finished = COALESCE($9, q.notify_finished) "
+					"  notify_finished = COALESCE($9, q.notify_finished), "
+					"  rate_limit = CASE WHEN $12 THEN NULL ELSE COALESCE($10, q.rate_limit) END, "
+					"  rate_burst = CASE WHEN $12 OR $13 THEN NULL ELSE COALESCE($11, q.rate_burst) END "
 					"WHERE q.queue_name = $1",
-					9, argtypes, values, nulls, SPI_OK_UPDATE);
+					13, argtypes, values, nulls, SPI_OK_UPDATE);
 	if (SPI_processed == 0)
 		jq_raise_unknown_queue(queue_name);
 	jq_ordering_set_policy(fcinfo, 9, queue_name, true);	/* ordering.c */
 	jq_spi_finish();
+	/* this session sees its change at once; others within a second */
+	jq_rate_forget(queue_name);
 
 	PG_RETURN_VOID();
 }

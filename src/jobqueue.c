@@ -7,7 +7,7 @@
  * by CREATE EXTENSION.  Shared memory and the background workers exist only
  * when the library is in shared_preload_libraries; _PG_init then asks for
  * them: the shared memory hooks are installed here, once, and call the
- * size and init functions of counters.c and shmem.c.
+ * size and init functions of counters.c, shmem.c and ratelimit.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -39,9 +39,11 @@ jq_shmem_request(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 #endif
-	RequestAddinShmemSpace(add_size(jq_counters_shmem_size(),
-									jq_workers_shmem_size()));
+	RequestAddinShmemSpace(add_size(add_size(jq_counters_shmem_size(),
+											 jq_workers_shmem_size()),
+									jq_ratelimit_shmem_size()));
 	RequestNamedLWLockTranche(JQ_COUNTERS_TRANCHE, 1);
+	RequestNamedLWLockTranche(JQ_RATELIMIT_TRANCHE, 1);
 	RequestNamedLWLockTranche(JQ_SHMEM_NAME, jq_workers_lock_count());
 }
 
@@ -55,6 +57,7 @@ jq_shmem_startup(void)
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	jq_counters_shmem_init();
 	jq_workers_shmem_init();
+	jq_ratelimit_shmem_init();
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -69,6 +72,7 @@ _PG_init(void)
 	jq_results_guc_init();
 	jq_counters_guc_init();
 	jq_worker_guc_init();
+	jq_ratelimit_guc_init();
 
 	if (process_shared_preload_libraries_in_progress)
 	{

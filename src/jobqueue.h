@@ -18,6 +18,7 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "nodes/pg_list.h"
+#include "pgtime.h"
 #include "port/atomics.h"
 #include "portability/instr_time.h"
 #include "storage/latch.h"
@@ -43,6 +44,7 @@
 /* Names of the shared memory areas and of their LWLock tranches */
 #define JQ_SHMEM_NAME "jobqueue"
 #define JQ_COUNTERS_TRANCHE "jobqueue counters"
+#define JQ_RATELIMIT_TRANCHE "jobqueue rate limits"
 
 /* GUCs of the hot path (lifecycle.c) */
 extern int	jq_max_claim_batch;
@@ -98,6 +100,12 @@ typedef enum JqPlanId
 	JQ_PLAN_CLAIM_GROUPS,
 	JQ_PLAN_GROUP_COUNT,
 	JQ_PLAN_GROUP_STATS,
+	/* schedules and rate limits (schedules.c, lifecycle.c) */
+	JQ_PLAN_SCHEDULES_DUE,
+	JQ_PLAN_SCHEDULE_ENQUEUE,
+	JQ_PLAN_SCHEDULE_ADVANCE,
+	JQ_PLAN_SCHEDULES_NEXT,
+	JQ_PLAN_QUEUE_RATE,
 	JQ_NUM_PLANS
 } JqPlanId;
 
@@ -299,6 +307,7 @@ typedef enum JqTaskId
 	JQ_TASK_REAP,
 	JQ_TASK_ANNOUNCE,
 	JQ_TASK_PURGE,
+	JQ_TASK_SCHEDULE,
 	JQ_NUM_TASKS
 } JqTaskId;
 
@@ -322,7 +331,8 @@ typedef struct JqTaskStats
 	TimestampTz last_run;		/* start of the last complete run */
 	TimestampTz last_error_at;
 	uint64		runs;
-	uint64		items;			/* jobs reaped, queues announced, jobs purged */
+	uint64		items;			/* jobs reaped, queues announced, jobs purged,
+								 * jobs scheduled */
 	int			consecutive_errors;
 	char		last_error[JQ_LAST_ERROR_LEN];
 } JqTaskStats;
@@ -424,20 +434,63 @@ extern PGDLLEXPORT void jq_worker_main(Datum main_arg);
  * the worker opened, with SPI connected and a snapshot pushed; it returns
  * the number of items it handled and sets *more when another unit is due at
  * once.  The worker commits after every unit, checks for signals and stop
- * requests between units, and keeps no state between them.
+ * requests between units, and keeps no state between them.  A task whose
+ * work comes at known times also has next_due: the time its last unit saw
+ * the next work coming (0: at once); the task is then due at that time even
+ * before its interval has passed, and the database when the worker leaves.
  */
 typedef struct JqWorkerTask
 {
 	const char *name;
 	const char *activity;		/* shown in pg_stat_activity */
-	int		   *interval_ms;	/* runs at most once per this interval */
+	int		   *interval_ms;	/* runs at least this long after its last
+								 * start, unless next_due says earlier */
 	int64		(*run_unit) (TimestampTz now, List **ready, MemoryContext cxt,
 							 bool *more);
+	TimestampTz (*next_due) (void);	/* or NULL */
 } JqWorkerTask;
 
 extern const JqWorkerTask jq_worker_tasks[JQ_NUM_TASKS];
 extern TimestampTz jq_ready_checked_until;
 extern void jq_note_announced(const char *queue_name, TimestampTz at);
 extern TimestampTz jq_next_lease_expiry(void);
+
+/* schedules.c: the schedule task */
+extern int64 jq_task_schedule(TimestampTz now, List **ready, MemoryContext cxt,
+							  bool *more);
+extern TimestampTz jq_schedules_next_due(void);
+
+/* Rate limits of queues (ratelimit.c) */
+extern int	jq_max_rate_limited_queues;
+extern void jq_ratelimit_guc_init(void);
+extern Size jq_ratelimit_shmem_size(void);
+extern void jq_ratelimit_shmem_init(void);
+extern bool jq_rate_policy(const char *queue_name, double *rate, int *burst);
+extern void jq_rate_forget(const char *queue_name);
+extern int	jq_rate_reserve(const char *queue_name, double rate, int burst,
+							int n, int *bucket);
+extern void jq_rate_return(int bucket, int reserved, int unused);
+
+/*
+ * Cron expressions (cron.c).  Bit v of a mask is set when value v matches;
+ * seconds is N for "N seconds", 0 for the five-field form.
+ */
+typedef struct JqCron
+{
+	uint64		minutes;		/* 0-59 */
+	uint32		hours;			/* 0-23 */
+	uint32		days;			/* 1-31 */
+	uint16		months;			/* 1-12 */
+	uint8		weekdays;		/* 0-6, Sunday = 0 */
+	bool		dom_star;		/* day-of-month starts with "*" */
+	bool		dow_star;		/* day-of-week starts with "*" */
+	int			seconds;
+} JqCron;
+
+extern void jq_cron_parse(const char *expr, JqCron *cron);
+extern bool jq_cron_try_parse(const char *expr, JqCron *cron, char **reason);
+extern pg_tz *jq_cron_timezone(const char *name);
+extern TimestampTz jq_cron_next_time(const JqCron *cron, pg_tz *tz,
+									 TimestampTz after);
 
 #endif							/* JOBQUEUE_H */

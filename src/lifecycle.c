@@ -526,8 +526,12 @@ jq_claim(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	Tuplestorestate *tupstore;
 	uint64		i;
-	uint64		nclaimed;
+	volatile uint64 nclaimed = 0;
 	instr_time	start;
+	double		rate;
+	int			burst;
+	int			bucket = -1;
+	volatile int32 reserved = n;
 
 	jq_count_start(&start);
 	if (n > jq_max_claim_batch)
@@ -549,8 +553,34 @@ jq_claim(PG_FUNCTION_ARGS)
 	tupstore = jq_srf_init(fcinfo, &tupdesc);
 
 	jq_spi_connect();
-	/* the statement of the queue's policy (ordering.c); 0: the queue exists */
-	nclaimed = jq_claim_execute(queue_name, values, nulls);
+
+	/*
+	 * A rate-limited queue: reserve tokens (never waiting), claim at most
+	 * that many, give back the rest -- also when the statement fails.
+	 */
+	if (jq_rate_policy(queue_name, &rate, &burst))
+	{
+		reserved = jq_rate_reserve(queue_name, rate, burst, n, &bucket);
+		if (reserved == 0)
+		{
+			jq_spi_finish();
+			jq_count_call(queue_name, JQ_CTR_CLAIM_CALLS, &start);
+			return (Datum) 0;
+		}
+		values[1] = Int32GetDatum(reserved);
+	}
+	PG_TRY();
+	{
+		/* the statement of the queue's policy (ordering.c) */
+		nclaimed = jq_claim_execute(queue_name, values, nulls);
+	}
+	PG_CATCH();
+	{
+		jq_rate_return(bucket, reserved, reserved);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	jq_rate_return(bucket, reserved, reserved - (int) nclaimed);
 	jq_count(queue_name, JQ_CTR_CLAIMED, (int64) nclaimed);
 	/* leases that may expire: the worker pool should come by soon */
 	if (nclaimed > 0)

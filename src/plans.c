@@ -1034,6 +1034,84 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		2, {TEXTOID, TIMESTAMPTZOID},
 		.name = "group stats", .read_only = true
 	},
+
+	/*------------------------------------------------------------------
+	 * Schedules and rate limits
+	 *------------------------------------------------------------------
+	 */
+
+	/*
+	 * JQ_PLAN_SCHEDULES_DUE: $1 now, $2 max schedules.  The enabled
+	 * schedules with a slot due, earliest first, locked (skipping those
+	 * another scheduler holds): the worker and jq_run_schedules() never
+	 * handle the same schedule at once, and jq_schedule() waits for them.
+	 */
+	[JQ_PLAN_SCHEDULES_DUE] = {
+		"SELECT s.schedule_name, s.queue_name, s.cron, s.timezone, s.payload, "
+		"       s.priority, s.catch_up, s.next_run_at "
+		"FROM jobqueue.schedules s "
+		"WHERE s.enabled AND s.next_run_at <= $1 "
+		"ORDER BY s.next_run_at LIMIT $2 "
+		"FOR UPDATE OF s SKIP LOCKED",
+		2, {TIMESTAMPTZOID, INT4OID},
+		.name = "schedules due"
+	},
+	/*
+	 * JQ_PLAN_SCHEDULE_ENQUEUE: $1 queues, $2 payloads, $3 priorities, $4
+	 * idempotency keys, $5 now.  One job per due slot; the key (schedule
+	 * and slot) makes a slot enqueued twice a no-op.  A missing queue
+	 * enqueues nothing.  Outcome, then the id and the key.
+	 */
+	[JQ_PLAN_SCHEDULE_ENQUEUE] = {
+		"INSERT INTO jobqueue.jobs AS j "
+		"  (queue_name, payload, priority, available_at, max_attempts, idempotency_key, "
+		"   group_key) "
+		"SELECT a.queue_name, a.payload, a.priority, $5, q.max_attempts, a.key, "
+		"       " JQ_NO_GROUP_SQL " "
+		"FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), "
+		"                pg_catalog.unnest($3), pg_catalog.unnest($4)) WITH ORDINALITY "
+		"       AS a(queue_name, payload, priority, key, ord) "
+		"  JOIN jobqueue.queues q ON q.queue_name = a.queue_name "
+		"ORDER BY a.ord "
+		"ON CONFLICT (queue_name, idempotency_key) WHERE idempotency_key IS NOT NULL "
+		"DO NOTHING "
+		"RETURNING " JQ_OUTCOME_SQL("$5", JQ_QUEUE_NOTIFY_SQL, "false") ", j.id, j.idempotency_key",
+		5, {TEXTARRAYOID, JSONBARRAYOID, INT4ARRAYOID, TEXTARRAYOID, TIMESTAMPTZOID},
+		.name = "schedule enqueue"
+	},
+	/*
+	 * JQ_PLAN_SCHEDULE_ADVANCE: $1 schedule names, $2 next run times (NULL:
+	 * fires no more), $3 last slots enqueued, $4 last job ids (NULL: keep).
+	 * In the same transaction as the enqueue.
+	 */
+	[JQ_PLAN_SCHEDULE_ADVANCE] = {
+		"UPDATE jobqueue.schedules s SET next_run_at = a.next_run_at, "
+		"  last_run_at = COALESCE(a.last_run_at, s.last_run_at), "
+		"  last_job_id = COALESCE(a.last_job_id, s.last_job_id) "
+		"FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), "
+		"                pg_catalog.unnest($3), pg_catalog.unnest($4)) "
+		"       AS a(schedule_name, next_run_at, last_run_at, last_job_id) "
+		"WHERE s.schedule_name = a.schedule_name",
+		4, {TEXTARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID, INT8ARRAYOID},
+		.name = "schedule advance"
+	},
+	/*
+	 * JQ_PLAN_SCHEDULES_NEXT: when the next slot of any enabled schedule is
+	 * due (one probe of schedules_due_idx), for the worker's sleep.
+	 */
+	[JQ_PLAN_SCHEDULES_NEXT] = {
+		"SELECT pg_catalog.min(s.next_run_at) FROM jobqueue.schedules s "
+		"WHERE s.enabled",
+		0, {InvalidOid},
+		.name = "schedules next", .read_only = true
+	},
+	/* JQ_PLAN_QUEUE_RATE: $1 queue.  Its rate limit and burst, or NULLs. */
+	[JQ_PLAN_QUEUE_RATE] = {
+		"SELECT q.rate_limit, q.rate_burst FROM jobqueue.queues q "
+		"WHERE q.queue_name = $1",
+		1, {TEXTOID},
+		.name = "queue rate", .read_only = true
+	},
 };
 
 static SPIPlanPtr plans[JQ_NUM_PLANS];

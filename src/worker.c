@@ -315,6 +315,16 @@ jq_worker_next_visit(TimestampTz now)
 		return soon;
 	if (lease != 0 && lease < next)
 		next = Max(lease, soon);
+	/*
+	 * A task that knows when its next work comes (the next schedule slot);
+	 * not sooner than a busy database, so that a task that keeps failing
+	 * does not bring the pool back at once.
+	 */
+	for (int t = 0; t < JQ_NUM_TASKS; t++)
+	{
+		if (jq_worker_tasks[t].next_due != NULL)
+			next = Min(next, Max(jq_worker_tasks[t].next_due(), soon));
+	}
 	return next;
 }
 
@@ -686,13 +696,20 @@ jq_worker_pass(TimestampTz now, MemoryContext loop_cxt)
 	pgstat_report_stat(true);
 }
 
-/* When task t is due. */
+/*
+ * When task t is due: its interval after its last start, or earlier when
+ * the task said when its next work comes; never before the end of its
+ * backoff after failures.
+ */
 static TimestampTz
 jq_task_due(int t)
 {
-	return Max(TimestampTzPlusMilliseconds(task_started[t],
-										   *jq_worker_tasks[t].interval_ms),
-			   task_retry_at[t]);
+	TimestampTz due = TimestampTzPlusMilliseconds(task_started[t],
+												  *jq_worker_tasks[t].interval_ms);
+
+	if (jq_worker_tasks[t].next_due != NULL)
+		due = Min(due, jq_worker_tasks[t].next_due());
+	return Max(due, task_retry_at[t]);
 }
 
 /* The earliest time a task is due. */

@@ -15,6 +15,10 @@
  *		in jq_worker_tasks(), and retries the task later with a backoff;
  *	  - every statement comes from the statement table (plans.c).
  *
+ * A task may also have a next_due function (see JqWorkerTask): the schedule
+ * task (schedules.c) is due at the next slot of any schedule, so the worker
+ * sleeps until then instead of polling for it.
+ *
  * Adding a task: write its unit function here (or in a file of its own),
  * add a JqTaskId in jobqueue.h and a line to jq_worker_tasks[] below; its
  * statistics appear in jq_worker_tasks() by themselves.
@@ -202,6 +206,8 @@ const JqWorkerTask jq_worker_tasks[JQ_NUM_TASKS] = {
 	&jq_reap_interval, jq_task_announce},
 	[JQ_TASK_PURGE] = {"purge", "purging finished jobqueue jobs",
 	&jq_purge_interval, jq_task_purge},
+	[JQ_TASK_SCHEDULE] = {"schedule", "enqueuing scheduled jobqueue jobs",
+	&jq_reap_interval, jq_task_schedule, jq_schedules_next_due},
 };
 
 /* Earliest lease expiry seen by the last pass, 0 if none was running. */
