@@ -39,7 +39,7 @@ sub poll_notifications
 }
 
 # Listen for up to $seconds; stop at the first notification for $queue.
-sub wait_for
+sub wait_for_notification
 {
 	my ($queue, $seconds) = @_;
 	my $deadline = time() + $seconds;
@@ -60,10 +60,10 @@ my $t0 = time();
 $producer->query_safe(
 	q{SELECT jobqueue.jq_enqueue('delayed', '{}', run_at => now() + interval '2 seconds')});
 # a job that is not ready yet is not announced at enqueue ...
-my $n = wait_for('delayed', 1.5);
+my $n = wait_for_notification('delayed', 1.5);
 is($n, undef, 'the enqueue of the delayed job is not announced');
 # ... but when it becomes ready, with nothing else happening
-$n = wait_for('delayed', 60);
+$n = wait_for_notification('delayed', 60);
 ok(defined $n, 'the delayed job is announced when it becomes ready');
 my $elapsed = $n->[2] - $t0;
 cmp_ok($elapsed, '>=', 1.9, "not before run_at: ${elapsed}s");
@@ -73,10 +73,10 @@ is($n->[1], $worker, 'sent by the background worker');
 # 7b. an ordinary enqueue: after commit, never before
 $producer->query_safe('BEGIN');
 $producer->query_safe(q{SELECT jobqueue.jq_enqueue('plain', '{}')});
-is(wait_for('plain', 1.5), undef, 'nothing while the enqueueing transaction is open');
+is(wait_for_notification('plain', 1.5), undef, 'nothing while the enqueueing transaction is open');
 $t0 = time();
 $producer->query_safe('COMMIT');
-$n = wait_for('plain', 30);
+$n = wait_for_notification('plain', 30);
 ok(defined $n, 'the notification arrives after commit');
 is($n->[1], $worker, 'sent by the worker, not by the producer');
 $elapsed = $n->[2] - $t0;
@@ -92,8 +92,8 @@ $producer->query_safe(q{SELECT jobqueue.jq_enqueue('rolled', '{}')});
 $producer->query_safe('ROLLBACK TO SAVEPOINT s');
 $producer->query_safe(q{SELECT jobqueue.jq_enqueue('plain', '{}')});
 $producer->query_safe('COMMIT');
-ok(defined wait_for('plain', 30), 'the committed part of the transaction is announced');
-is(wait_for('rolled', 1.5), undef, 'a rolled-back enqueue is never announced');
+ok(defined wait_for_notification('plain', 30), 'the committed part of the transaction is announced');
+is(wait_for_notification('rolled', 1.5), undef, 'a rolled-back enqueue is never announced');
 is($node->safe_psql('postgres', q{SELECT count(*) FROM jobqueue.jobs WHERE queue_name = 'rolled'}),
 	'0', '(and left no job)');
 cmp_ok($node->safe_psql('postgres', 'SELECT notified FROM jobqueue.jq_worker_status()'),
@@ -125,7 +125,7 @@ ok( $node->poll_query_until(
 	'and gone');
 my $producer_pid = $producer->query_safe('SELECT pg_backend_pid()');
 $producer->query_safe(q{SELECT jobqueue.jq_enqueue('plain', '{}')});
-$n = wait_for('plain', 30);
+$n = wait_for_notification('plain', 30);
 ok(defined $n, 'without the worker the enqueue still notifies');
 is($n->[1], $producer_pid, 'from the producer itself');
 
