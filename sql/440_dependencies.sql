@@ -144,3 +144,19 @@ WHERE l LIKE '%Index Scan using jobs_claim_idx%';
 SELECT jobqueue.jq_drop_queue('q_dep_other', force => true);
 SELECT jobqueue.jq_drop_queue('q_dep', force => true);
 SELECT count(*) AS dependency_rows_left FROM jobqueue.job_dependencies;
+
+-- a job with dependencies may belong to a group too (one key per payload in
+-- enqueue_many; a job without a key in a queue with a group policy joins
+-- the group of the jobs without a group, '')
+SELECT jobqueue.jq_create_queue('dep_grouped', group_concurrency => 1);
+SELECT jobqueue.jq_enqueue('dep_grouped', '{"n": 1}', group_key => 'g') AS grouped_parent \gset
+SELECT jobqueue.jq_enqueue('dep_grouped', '{"n": 2}', depends_on => ARRAY[:grouped_parent],
+	group_key => 'g') > 0 AS enqueued;
+SELECT count(*) AS enqueued FROM jobqueue.jq_enqueue_many('dep_grouped',
+	ARRAY['{"n": 3}'::jsonb, '{"n": 4}'], depends_on => ARRAY[:grouped_parent],
+	group_keys => ARRAY['h', NULL]);
+SELECT payload->>'n' AS n, status, group_key FROM jobqueue.jobs
+WHERE queue_name = 'dep_grouped' ORDER BY id;
+SELECT group_key, ready, running, scheduled, dead FROM jobqueue.jq_group_stats('dep_grouped')
+ORDER BY group_key;
+SELECT jobqueue.jq_drop_queue('dep_grouped', force => true);
