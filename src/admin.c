@@ -124,6 +124,7 @@ jq_create_queue(PG_FUNCTION_ARGS)
 	jq_arg_rate(fcinfo, 12, false, &values[8], &nulls[8], &clear_rate, &clear_burst);
 
 	jq_spi_connect();
+	jq_queues_changed();
 	jq_execute_once("create queue", "INSERT INTO jobqueue.queues "
 					"  (queue_name, max_attempts, lease_duration, max_runtime, "
 					"   backoff_base, backoff_max, retention, notify_finished, "
@@ -196,6 +197,7 @@ jq_alter_queue(PG_FUNCTION_ARGS)
 	values[12] = BoolGetDatum(clear_burst);
 
 	jq_spi_connect();
+	jq_queues_changed();
 	jq_execute_once("alter queue", "UPDATE jobqueue.queues q SET "
 					"  max_attempts = COALESCE($2, q.max_attempts), "
 					"  lease_duration = COALESCE($3, q.lease_duration), "
@@ -280,6 +282,7 @@ jq_drop_queue(PG_FUNCTION_ARGS)
 					1, argtypes, values, NULL, SPI_OK_DELETE);
 	jq_execute_once("drop jobs", "DELETE FROM jobqueue.jobs j WHERE j.queue_name = $1",
 					1, argtypes, values, NULL, SPI_OK_DELETE);
+	jq_queues_changed();
 	jq_execute_once("drop queue", "DELETE FROM jobqueue.queues q WHERE q.queue_name = $1",
 					1, argtypes, values, NULL, SPI_OK_DELETE);
 	if (jq_ordering_installed())

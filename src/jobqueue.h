@@ -68,6 +68,8 @@ typedef enum JqPlanId
 	JQ_PLAN_CLAIM,
 	JQ_PLAN_COMPLETE,
 	JQ_PLAN_COMPLETE_MANY,
+	JQ_PLAN_COMPLETE_REFUSED,
+	JQ_PLAN_COMPLETE_MANY_REFUSED,
 	JQ_PLAN_FAIL,
 	JQ_PLAN_HEARTBEAT,
 	JQ_PLAN_RELEASE,
@@ -106,6 +108,7 @@ typedef enum JqPlanId
 	JQ_PLAN_SCHEDULE_ADVANCE,
 	JQ_PLAN_SCHEDULES_NEXT,
 	JQ_PLAN_QUEUE_RATE,
+	JQ_PLAN_NOTIFY_FINISHED_QUEUES,
 	JQ_NUM_PLANS
 } JqPlanId;
 
@@ -204,6 +207,11 @@ extern ArrayType *jq_arg_group_keys(FunctionCallInfo fcinfo, int argno,
 extern uint64 jq_claim_execute(const char *queue_name, Datum *values,
 							   const char *nulls);
 extern bool jq_ordering_installed(void);
+
+/* The per-backend cache of queue settings (queuecache.c) */
+extern void jq_queues_changed(void);
+extern void jq_queues_changed_elsewhere(void);
+extern Datum jq_notify_finished_queues(void);
 extern void jq_ordering_set_policy(FunctionCallInfo fcinfo, int argno,
 								   const char *queue_name, bool alter);
 
@@ -385,6 +393,8 @@ typedef struct JqShared
 	int			nworkers;
 	JqDatabaseEntry *entries;
 	JqPoolSlot *workers;
+	/* bumped when a transaction that changed jobqueue.queues commits */
+	pg_atomic_uint64 queues_generation;
 } JqShared;
 
 extern JqShared *jq_shared;

@@ -614,8 +614,8 @@ jq_claim(PG_FUNCTION_ARGS)
 Datum
 jq_complete(PG_FUNCTION_ARGS)
 {
-	Datum		values[4];
-	char		nulls[4] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_ISNULL};
+	Datum		values[5];
+	char		nulls[5] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_ISNULL, JQ_NOTNULL};
 	bool		done;
 	char	   *queue_name;
 	instr_time	start;
@@ -634,8 +634,17 @@ jq_complete(PG_FUNCTION_ARGS)
 	}
 
 	jq_spi_connect();
-	jq_execute(JQ_PLAN_COMPLETE, values, nulls, SPI_OK_SELECT);
-	done = jq_note_outcome(JQ_TR_COMPLETE, 1, NULL, NULL, &queue_name) == 1;
+	values[4] = jq_notify_finished_queues();
+	jq_execute(JQ_PLAN_COMPLETE, values, nulls, SPI_OK_UPDATE_RETURNING);
+	if (SPI_processed == 1)
+		done = jq_note_outcome(JQ_TR_COMPLETE, 0, NULL, NULL, &queue_name) == 1;
+	else
+	{
+		/* refused: the job's queue, for the counters (rare) */
+		jq_execute(JQ_PLAN_COMPLETE_REFUSED, values, NULL, SPI_OK_SELECT);
+		(void) jq_note_outcome(JQ_TR_COMPLETE, 1, NULL, NULL, &queue_name);
+		done = false;
+	}
 	jq_count_call(queue_name, JQ_CTR_COMPLETE_CALLS, &start);
 	jq_spi_finish();
 
@@ -657,11 +666,13 @@ jq_complete_many(PG_FUNCTION_ARGS)
 	ArrayType  *tokens = jq_arg_array(fcinfo, 1, "tokens", INT8OID);
 	int			nids = ArrayGetNItems(ARR_NDIM(ids), ARR_DIMS(ids));
 	int			ntokens = ArrayGetNItems(ARR_NDIM(tokens), ARR_DIMS(tokens));
-	Datum		values[4];
-	char		nulls[4] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_ISNULL};
+	Datum		values[5];
+	char		nulls[5] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_ISNULL, JQ_NOTNULL};
 	TupleDesc	tupdesc;
 	Tuplestorestate *tupstore;
 	uint64		i;
+	uint64		ncompleted;
+	Datum	   *completed;
 	char	   *queue_name;
 	instr_time	start;
 
@@ -713,20 +724,36 @@ jq_complete_many(PG_FUNCTION_ARGS)
 	values[2] = TimestampTzGetDatum(GetCurrentTimestamp());
 
 	jq_spi_connect();
-	jq_execute(JQ_PLAN_COMPLETE_MANY, values, nulls, SPI_OK_SELECT);
-	for (i = 0; i < SPI_processed; i++)
+	values[4] = jq_notify_finished_queues();
+	jq_execute(JQ_PLAN_COMPLETE_MANY, values, nulls, SPI_OK_UPDATE_RETURNING);
+	ncompleted = SPI_processed;
+	completed = palloc(sizeof(Datum) * Max(ncompleted, 1));
+	for (i = 0; i < ncompleted; i++)
 	{
-		bool		status_null;
-		Datum		id;
 		bool		id_null = false;
 
-		(void) jq_result_nullable(i, 2, &status_null);
-		if (status_null)
-			continue;			/* refused */
-		id = jq_result(i, JQ_OUTCOME_ID);
-		tuplestore_putvalues(tupstore, tupdesc, &id, &id_null);
+		completed[i] = jq_result(i, JQ_OUTCOME_ID);
+		tuplestore_putvalues(tupstore, tupdesc, &completed[i], &id_null);
 	}
-	(void) jq_note_outcome(JQ_TR_COMPLETE, (uint64) nids, NULL, NULL, &queue_name);
+	queue_name = NULL;
+	if (ncompleted > 0)
+		(void) jq_note_outcome(JQ_TR_COMPLETE, 0, NULL, NULL, &queue_name);
+	if (ncompleted < (uint64) nids)
+	{
+		/* the others were refused: their queues, for the counters (rare) */
+		Datum		rvalues[2];
+		char	   *refused_queue;
+
+		rvalues[0] = PointerGetDatum(ids);
+		rvalues[1] = PointerGetDatum(construct_array(completed, (int) ncompleted,
+													 INT8OID, 8, FLOAT8PASSBYVAL,
+													 TYPALIGN_DOUBLE));
+		jq_execute(JQ_PLAN_COMPLETE_MANY_REFUSED, rvalues, NULL, SPI_OK_SELECT);
+		(void) jq_note_outcome(JQ_TR_COMPLETE, (uint64) nids - ncompleted,
+							   NULL, NULL, &refused_queue);
+		if (queue_name == NULL)
+			queue_name = refused_queue;
+	}
 	jq_count_call(queue_name, JQ_CTR_COMPLETE_CALLS, &start);
 	jq_spi_finish();
 

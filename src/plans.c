@@ -100,6 +100,14 @@
 #define JQ_QUEUE_NOTIFY_FINISHED_SQL \
 	"(SELECT q.notify_finished FROM jobqueue.queues q WHERE q.queue_name = j.queue_name)"
 
+/*
+ * Does job j's queue have notify_finished?  QUEUES is the array of the
+ * queues that have it (jq_notify_finished_queues(), usually empty): no
+ * lookup per job.
+ */
+#define JQ_NOTIFY_FINISHED_SQL(QUEUES) \
+	"j.queue_name = ANY (" QUEUES ")"
+
 /* running -> succeeded (complete), storing RESULT */
 #define JQ_SUCCEED_SQL(NOW, RESULT) \
 	"status = 'succeeded', finished_at = " NOW ", lease_expires_at = NULL, " \
@@ -312,47 +320,61 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		.name = "claim"
 	},
 	/*
-	 * JQ_PLAN_COMPLETE: $1 id, $2 token, $3 now, $4 result.  Only the
-	 * current lease holder, before its lease expires, may complete.
-	 * Outcome; when the
-	 * completion is refused, the job's queue with status NULL (no row when
-	 * the job does not exist), read only then (a one-time filter).
+	 * JQ_PLAN_COMPLETE: $1 id, $2 token, $3 now, $4 result, $5 the queues
+	 * with notify_finished (queuecache.c).  Only the current lease holder,
+	 * before its lease expires, may complete.  Outcome; no row when the
+	 * completion is refused (then JQ_PLAN_COMPLETE_REFUSED).
 	 */
 	[JQ_PLAN_COMPLETE] = {
-		"WITH u AS (UPDATE jobqueue.jobs j SET " JQ_SUCCEED_SQL("$3", "$4")
-		"           WHERE j.id = $1 AND j.lease_token = $2 "
-		"             AND (j.status = 'running') IS TRUE AND j.lease_expires_at > $3 "
-		"           RETURNING " JQ_OUTCOME_SQL("$3", "false", JQ_QUEUE_NOTIFY_FINISHED_SQL) ") "
-		"SELECT * FROM u "
-		"UNION ALL "
-		"SELECT " JQ_REFUSED_SQL("j.queue_name", "j.id") " FROM jobqueue.jobs j "
-		"WHERE j.id = $1 AND NOT EXISTS (SELECT FROM u)",
-		4, {INT8OID, INT8OID, TIMESTAMPTZOID, JSONBOID},
+		"UPDATE jobqueue.jobs j SET " JQ_SUCCEED_SQL("$3", "$4")
+		"WHERE j.id = $1 AND j.lease_token = $2 "
+		"  AND (j.status = 'running') IS TRUE AND j.lease_expires_at > $3 "
+		"RETURNING " JQ_OUTCOME_SQL("$3", "false", JQ_NOTIFY_FINISHED_SQL("$5")),
+		5, {INT8OID, INT8OID, TIMESTAMPTZOID, JSONBOID, TEXTARRAYOID},
 		.name = "complete"
 	},
 	/*
 	 * JQ_PLAN_COMPLETE_MANY: $1 ids, $2 tokens, $3 now, $4 results (NULL:
-	 * none); same rule per job.  The triples come from ROWS FROM (the
-	 * multi-array unnest(a, b) is a parser shorthand for it that exists
-	 * only unqualified), which pads a NULL or shorter results array with
-	 * NULLs.  Outcome; then a row with status NULL for each other id asked
-	 * for (its queue NULL when the job does not exist).
+	 * none), $5 the queues with notify_finished; same rule per job.  The
+	 * triples come from ROWS FROM (the multi-array unnest(a, b) is a parser
+	 * shorthand for it that exists only unqualified), which pads a NULL or
+	 * shorter results array with NULLs.  Outcome of the jobs completed;
+	 * when fewer than asked, JQ_PLAN_COMPLETE_MANY_REFUSED.
 	 */
 	[JQ_PLAN_COMPLETE_MANY] = {
-		"WITH u AS (UPDATE jobqueue.jobs j SET " JQ_SUCCEED_SQL("$3", "t.result")
-		"           FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), "
-		"                           pg_catalog.unnest($4)) AS t(id, token, result) "
-		"           WHERE j.id = t.id AND j.lease_token = t.token "
-		"             AND (j.status = 'running') IS TRUE AND j.lease_expires_at > $3 "
-		"           RETURNING " JQ_OUTCOME_SQL("$3", "false", JQ_QUEUE_NOTIFY_FINISHED_SQL) ") "
-		"SELECT * FROM u "
-		"UNION ALL "
+		"UPDATE jobqueue.jobs j SET " JQ_SUCCEED_SQL("$3", "t.result")
+		"FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), "
+		"                pg_catalog.unnest($4)) AS t(id, token, result) "
+		"WHERE j.id = t.id AND j.lease_token = t.token "
+		"  AND (j.status = 'running') IS TRUE AND j.lease_expires_at > $3 "
+		"RETURNING " JQ_OUTCOME_SQL("$3", "false", JQ_NOTIFY_FINISHED_SQL("$5")),
+		5, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, JSONBARRAYOID, TEXTARRAYOID},
+		.name = "complete many"
+	},
+	/*
+	 * JQ_PLAN_COMPLETE_REFUSED: $1 id.  After JQ_PLAN_COMPLETE changed
+	 * nothing: the outcome of a refused completion, with the job's queue
+	 * (no row when the job does not exist).
+	 */
+	[JQ_PLAN_COMPLETE_REFUSED] = {
+		"SELECT " JQ_REFUSED_SQL("j.queue_name", "j.id") " FROM jobqueue.jobs j "
+		"WHERE j.id = $1",
+		1, {INT8OID},
+		.name = "complete refused", .read_only = true
+	},
+	/*
+	 * JQ_PLAN_COMPLETE_MANY_REFUSED: $1 ids asked for, $2 ids completed.
+	 * After JQ_PLAN_COMPLETE_MANY completed fewer than asked: a row with
+	 * status NULL for each other id (its queue NULL when the job does not
+	 * exist).
+	 */
+	[JQ_PLAN_COMPLETE_MANY_REFUSED] = {
 		"SELECT " JQ_REFUSED_SQL("j.queue_name", "r.id") " "
 		"FROM (SELECT DISTINCT a.id FROM pg_catalog.unnest($1) AS a(id) "
-		"      WHERE NOT EXISTS (SELECT FROM u WHERE u.id = a.id)) r "
+		"      WHERE a.id <> ALL ($2)) r "
 		"  LEFT JOIN jobqueue.jobs j ON j.id = r.id",
-		4, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, JSONBARRAYOID},
-		.name = "complete many"
+		2, {INT8ARRAYOID, INT8ARRAYOID},
+		.name = "complete many refused", .read_only = true
 	},
 	/*
 	 * JQ_PLAN_FAIL: $1 id, $2 token, $3 error code, $4 message, $5
@@ -1104,6 +1126,16 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"WHERE s.enabled",
 		0, {InvalidOid},
 		.name = "schedules next", .read_only = true
+	},
+	/*
+	 * JQ_PLAN_NOTIFY_FINISHED_QUEUES: the names of the queues with
+	 * notify_finished, as text[] (queuecache.c).
+	 */
+	[JQ_PLAN_NOTIFY_FINISHED_QUEUES] = {
+		"SELECT COALESCE(pg_catalog.array_agg(q.queue_name), '{}') "
+		"FROM jobqueue.queues q WHERE q.notify_finished",
+		0, {InvalidOid},
+		.name = "notify finished queues", .read_only = true
 	},
 	/* JQ_PLAN_QUEUE_RATE: $1 queue.  Its rate limit and burst, or NULLs. */
 	[JQ_PLAN_QUEUE_RATE] = {

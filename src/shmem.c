@@ -27,6 +27,9 @@
  *	  JqDatabaseEntry->activity is an atomic flag: backends set it when a
  *	  transaction that changed jobs commits, the worker resets it when a
  *	  pass starts.
+ *	  jq_shared->queues_generation is an atomic counter: a backend adds one
+ *	  when a transaction that changed jobqueue.queues commits, backends
+ *	  read it to check their cache of queue settings (queuecache.c).
  *	  Latches of other processes are set after releasing the locks, with the
  *	  pointer read under them (a latch lives in PGPROC, so a stale pointer can
  *	  only wake a process that ignores it).
@@ -106,6 +109,7 @@ jq_workers_shmem_init(void)
 		jq_shared->nentries = jq_max_databases;
 		jq_shared->nworkers = jq_max_workers;
 		jq_shared->rescan_requested = true;
+		pg_atomic_init_u64(&jq_shared->queues_generation, 0);
 		for (i = 0; i < jq_max_databases; i++)
 		{
 			jq_shared->entries[i].worker = -1;

@@ -283,6 +283,7 @@ jq_process_utility(PlannedStmt *pstmt, const char *queryString,
 {
 	Node	   *parsetree = pstmt->utilityStmt;
 	const char *dbname = NULL;
+	bool		commit_prepared = false;
 
 	switch (nodeTag(parsetree))
 	{
@@ -327,6 +328,10 @@ jq_process_utility(PlannedStmt *pstmt, const char *queryString,
 				}
 			}
 			break;
+		case T_TransactionStmt:
+			commit_prepared = (((TransactionStmt *) parsetree)->kind ==
+							   TRANS_STMT_COMMIT_PREPARED);
+			break;
 		default:
 			break;
 	}
@@ -346,6 +351,10 @@ jq_process_utility(PlannedStmt *pstmt, const char *queryString,
 								readOnlyTree,
 #endif
 								context, params, queryEnv, dest, qc);
+
+	/* its changes of jobqueue.queues, if any, are visible now */
+	if (commit_prepared)
+		jq_queues_changed_elsewhere();
 }
 
 void

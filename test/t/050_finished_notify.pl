@@ -95,6 +95,52 @@ SELECT c.id FROM jobqueue.jq_claim('watched', 1, 'w') c WHERE jobqueue.jq_comple
 	{
 		is_deeply(\@senders, [$producer_pid], 'no worker: the committing session sent them');
 	}
+
+	# The setting is cached per session (queuecache.c): a change made by
+	# another session applies to the producer's next completion, and the
+	# producer's own change at once; a rolled-back change never applies.
+	my $wait_for = sub {
+		my ($payload) = @_;
+		foreach my $i (1 .. 600)
+		{
+			$collect->();
+			return 1 if exists $got{$payload};
+			usleep(100_000);
+		}
+		return 0;
+	};
+	my $complete_one = sub {
+		my ($queue) = @_;
+		$producer->query_safe(qq{SELECT jobqueue.jq_enqueue('$queue', '{}')});
+		return $producer->query_safe(qq{
+SELECT c.id FROM jobqueue.jq_claim('$queue', 1, 'w') c WHERE jobqueue.jq_complete(c.id, c.token)});
+	};
+	my $before = $complete_one->('unwatched');	# cached: no queue of interest
+	$node->safe_psql('postgres',
+		q{SELECT jobqueue.jq_alter_queue('unwatched', notify_finished => true)});
+	my $after = $complete_one->('unwatched');
+	ok($wait_for->("$after succeeded"),
+		"$mode: another session's notify_finished => true applies to the next completion");
+	$node->safe_psql('postgres',
+		q{SELECT jobqueue.jq_alter_queue('unwatched', notify_finished => false)});
+	my $off = $complete_one->('unwatched');
+	$producer->query_safe(q{
+BEGIN;
+SELECT jobqueue.jq_alter_queue('unwatched', notify_finished => true);
+ROLLBACK;});
+	my $rolled_back = $complete_one->('unwatched');
+	$producer->query_safe(q{SELECT jobqueue.jq_enqueue('unwatched', '{}')});
+	my ($own) = $producer->query_safe(q{
+BEGIN;
+SELECT jobqueue.jq_alter_queue('unwatched', notify_finished => true);
+SELECT c.id FROM jobqueue.jq_claim('unwatched', 1, 'w') c WHERE jobqueue.jq_complete(c.id, c.token);
+COMMIT;}) =~ /(\d+)\s*$/;
+	ok($wait_for->("$own succeeded"), "$mode: the session's own change applies at once");
+	ok(!exists $got{"$before succeeded"} && !exists $got{"$off succeeded"}
+		  && !exists $got{"$rolled_back succeeded"},
+		"$mode: no notification before the change, after it was undone, or after a rolled-back change")
+	  or diag(join(', ', sort keys %got));
+
 	$listener->quit;
 	$producer->quit;
 	$node->stop;

@@ -1,0 +1,174 @@
+/*-------------------------------------------------------------------------
+ *
+ * queuecache.c
+ *	  The per-backend cache of the queue settings that the completion of a
+ *	  job needs, and its invalidation.
+ *
+ * jq_complete and jq_complete_many announce the end of a job when its
+ * queue has notify_finished.  Looking that setting up per job (a subquery
+ * on jobqueue.queues in the statement) cost every completion an index
+ * probe, although almost no queue has it.  Instead, each backend keeps the
+ * names of the queues of its database that have it (usually none), and the
+ * statements test the job's queue against that array, a parameter.
+ *
+ * Invalidation: the functions that change jobqueue.queues (create, alter,
+ * drop) call jq_queues_changed().  At the commit of that transaction, once
+ * the change is visible, the shared counter jq_shared->queues_generation
+ * goes up by one; a backend re-reads its cache when the counter differs
+ * from the value it read before its last read of the table.  Since the
+ * counter is read before the table, a change that commits after the read
+ * always moves the counter past the cached value.  A completion that runs
+ * while the change commits may still use the settings from before it, as
+ * if it had run a moment earlier; the next call sees the change.  The
+ * session that makes the change sees it at once (a local counter, also
+ * moved when the transaction or a subtransaction aborts, which may have
+ * cached uncommitted settings).  A prepared transaction's change is
+ * published by COMMIT PREPARED, which moves the counter (utility.c).
+ *
+ * Without shared_preload_libraries there is no shared counter, and the
+ * settings are read at every call.  The tables are to be changed through
+ * the functions only (docs/sql-reference.md, Tables): a hand-written UPDATE
+ * of jobqueue.queues takes effect in other sessions at the next change made
+ * through a function.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "jobqueue.h"
+
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "utils/array.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+
+/* The cached names, in TopMemoryContext; NULL: not read yet */
+static ArrayType *notify_finished_queues = NULL;
+/* the shared and local counters when they were read */
+static uint64 cached_shared_generation = 0;
+static uint64 cached_local_generation = 0;
+
+/* moved by this backend's own changes and aborts */
+static uint64 local_generation = 1;
+/* this transaction changed jobqueue.queues */
+static bool changed_in_xact = false;
+static bool callbacks_registered = false;
+
+static void
+jq_queuecache_xact_callback(XactEvent event, void *arg)
+{
+	if (!changed_in_xact)
+		return;
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+			/* after the commit is visible to others; cannot fail */
+			if (jq_shared != NULL)
+				pg_atomic_fetch_add_u64(&jq_shared->queues_generation, 1);
+			/* FALLTHROUGH */
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			local_generation++;
+			changed_in_xact = false;
+			break;
+		case XACT_EVENT_PREPARE:
+			/* COMMIT PREPARED moves the shared counter (utility.c) */
+			local_generation++;
+			changed_in_xact = false;
+			break;
+		default:
+			break;
+	}
+}
+
+static void
+jq_queuecache_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+							   SubTransactionId parentSubid, void *arg)
+{
+	/* the cache may hold what the aborted subtransaction wrote */
+	if (event == SUBXACT_EVENT_ABORT_SUB && changed_in_xact)
+		local_generation++;
+}
+
+/*
+ * Note that the current transaction changes jobqueue.queues: this session
+ * re-reads the settings at once, every session after the commit.
+ */
+void
+jq_queues_changed(void)
+{
+	if (!callbacks_registered)
+	{
+		RegisterXactCallback(jq_queuecache_xact_callback, NULL);
+		RegisterSubXactCallback(jq_queuecache_subxact_callback, NULL);
+		callbacks_registered = true;
+	}
+	changed_in_xact = true;
+	local_generation++;
+}
+
+/*
+ * A prepared transaction was committed, which may have changed
+ * jobqueue.queues: every backend re-reads the settings.  Called by the
+ * utility hook after COMMIT PREPARED.
+ */
+void
+jq_queues_changed_elsewhere(void)
+{
+	if (jq_shared != NULL)
+		pg_atomic_fetch_add_u64(&jq_shared->queues_generation, 1);
+}
+
+/* Has jobqueue.queues the notify_finished column of 1.2? */
+static bool
+jq_notify_finished_column_exists(void)
+{
+	Oid			nspoid = get_namespace_oid("jobqueue", true);
+	Oid			relid = OidIsValid(nspoid) ? get_relname_relid("queues", nspoid) : InvalidOid;
+
+	return OidIsValid(relid) &&
+		get_attnum(relid, "notify_finished") != InvalidAttrNumber;
+}
+
+/*
+ * The names of the queues of the current database that have
+ * notify_finished, as a text[] Datum (often empty), from the cache or read
+ * afresh.  Must be called while connected to SPI; does not change
+ * SPI_tuptable when the cache is current.  The array stays valid until the
+ * next call.
+ */
+Datum
+jq_notify_finished_queues(void)
+{
+	uint64		shared_generation;
+	ArrayType  *names;
+	MemoryContext oldcontext;
+
+	shared_generation = jq_shared != NULL ?
+		pg_atomic_read_u64(&jq_shared->queues_generation) : 0;
+	if (notify_finished_queues != NULL && jq_shared != NULL &&
+		shared_generation == cached_shared_generation &&
+		local_generation == cached_local_generation)
+		return PointerGetDatum(notify_finished_queues);
+
+	/* the counter is read before the table (see the header) */
+	pg_read_barrier();
+	if (jq_notify_finished_column_exists())
+	{
+		jq_execute(JQ_PLAN_NOTIFY_FINISHED_QUEUES, NULL, NULL, SPI_OK_SELECT);
+		names = DatumGetArrayTypeP(jq_result(0, 1));
+	}
+	else
+		names = construct_empty_array(TEXTOID);
+
+	oldcontext = MemoryContextSwitchTo(TopMemoryContext);
+	names = DatumGetArrayTypePCopy(PointerGetDatum(names));
+	MemoryContextSwitchTo(oldcontext);
+	if (notify_finished_queues != NULL)
+		pfree(notify_finished_queues);
+	notify_finished_queues = names;
+	cached_shared_generation = shared_generation;
+	cached_local_generation = local_generation;
+	return PointerGetDatum(notify_finished_queues);
+}
