@@ -204,6 +204,7 @@ extern ArrayType *jq_arg_group_keys(FunctionCallInfo fcinfo, int argno,
 extern uint64 jq_claim_execute(const char *queue_name, Datum *values,
 							   const char *nulls);
 extern bool jq_ordering_installed(void);
+extern JqPlanId jq_claim_plan_of(const char *queue_name);
 extern void jq_ordering_set_policy(FunctionCallInfo fcinfo, int argno,
 								   const char *queue_name, bool alter);
 
