@@ -230,3 +230,25 @@ SELECT jobqueue.jq_drop_queue('ord_late', force => true);
 SELECT jobqueue.jq_create_queue('ord_plain');
 SELECT * FROM jobqueue.jq_explain_claim('ord_plain', 10);
 SELECT jobqueue.jq_drop_queue('ord_plain');
+
+------------------------------------------------------------------------
+-- jq_explain_claim shows the claim statement of the queue's policy: the
+-- group claim (reads jobqueue.groups), the aged claim (a recursive walk
+-- over the priorities), or the plain one
+------------------------------------------------------------------------
+SELECT jobqueue.jq_create_queue('ord_explain_plain');
+SELECT jobqueue.jq_create_queue('ord_explain_groups', group_concurrency => 2);
+SELECT jobqueue.jq_create_queue('ord_explain_rr', fairness => 'round_robin');
+SELECT jobqueue.jq_create_queue('ord_explain_aged', priority_aging => '1 minute');
+SELECT q, bool_or(p ~ 'on groups gr') AS reads_groups,
+	bool_or(p ~ 'Recursive Union') AS recursive
+FROM unnest(ARRAY['ord_explain_plain', 'ord_explain_groups', 'ord_explain_rr',
+				  'ord_explain_aged']) q,
+	LATERAL jobqueue.jq_explain_claim(q, 10) p
+GROUP BY q ORDER BY q;
+-- nothing was claimed, and the explained statements run
+SELECT jobqueue.jq_enqueue('ord_explain_groups', '{}', group_key => 'a') > 0;
+SELECT count(*) > 0 FROM jobqueue.jq_explain_claim('ord_explain_groups', 1);
+SELECT count(*) FROM jobqueue.jq_claim('ord_explain_groups', 10, 'w');
+SELECT jobqueue.jq_drop_queue(q, force => true) FROM unnest(ARRAY['ord_explain_plain',
+	'ord_explain_groups', 'ord_explain_rr', 'ord_explain_aged']) q;

@@ -444,6 +444,7 @@ jq_explain_claim(PG_FUNCTION_ARGS)
 	int32		n = jq_arg_positive_int4(fcinfo, 1, "n");
 	TupleDesc	tupdesc;
 	Tuplestorestate *tupstore;
+	JqPlanId	plan;
 	uint64		i;
 
 	tupstore = jq_srf_init(fcinfo, &tupdesc);
@@ -453,10 +454,12 @@ jq_explain_claim(PG_FUNCTION_ARGS)
 
 	/* prepared statements outlive transactions: drop a leftover first */
 	DropPreparedStatement("jobqueue_explain_claim", false);
+	/* the statement of the queue's policy; the group claim's $6 is text */
+	plan = jq_claim_plan_of(queue_name);
 	jq_execute_once("prepare explain", psprintf("PREPARE jobqueue_explain_claim"
-							 "(text, int4, text, interval, timestamptz) AS %s",
-							 jq_plan_sql(jq_ordering_installed() ?
-										 JQ_PLAN_CLAIM_PLAIN : JQ_PLAN_CLAIM)),
+							 "(text, int4, text, interval, timestamptz%s) AS %s",
+							 plan == JQ_PLAN_CLAIM_GROUPS ? ", text" : "",
+							 jq_plan_sql(plan)),
 					0, NULL, NULL, NULL, SPI_OK_UTILITY);
 	PG_TRY();
 	{
@@ -464,8 +467,9 @@ jq_explain_claim(PG_FUNCTION_ARGS)
 						0, NULL, NULL, NULL, SPI_OK_UTILITY);
 		/* the queue name was validated: letters, digits and _-.: only */
 		jq_execute_once("explain claim", psprintf("EXPLAIN (COSTS OFF) EXECUTE jobqueue_explain_claim"
-								 "(%s, %d, 'explain', NULL, pg_catalog.now())",
-								 quote_literal_cstr(queue_name), n),
+								 "(%s, %d, 'explain', NULL, pg_catalog.now()%s)",
+								 quote_literal_cstr(queue_name), n,
+								 plan == JQ_PLAN_CLAIM_GROUPS ? ", NULL" : ""),
 						0, NULL, NULL, NULL, SPI_OK_UTILITY);
 	}
 	PG_FINALLY();

@@ -207,6 +207,7 @@ extern ArrayType *jq_arg_group_keys(FunctionCallInfo fcinfo, int argno,
 extern uint64 jq_claim_execute(const char *queue_name, Datum *values,
 							   const char *nulls);
 extern bool jq_ordering_installed(void);
+extern JqPlanId jq_claim_plan_of(const char *queue_name);
 
 /* The per-backend cache of queue settings (queuecache.c) */
 extern void jq_queues_changed(void);

@@ -226,6 +226,28 @@ jq_queue_claim_kind(const char *queue_name)
 }
 
 /*
+ * The claim statement jq_claim runs for queue_name (which must exist), for
+ * jq_explain_claim: JQ_PLAN_CLAIM on a schema from before 1.2, otherwise
+ * the statement of the queue's policy.
+ */
+JqPlanId
+jq_claim_plan_of(const char *queue_name)
+{
+	if (!jq_ordering_installed())
+		return JQ_PLAN_CLAIM;
+	switch (jq_queue_claim_kind(queue_name))
+	{
+		case JQ_CLAIM_GROUPS:
+			return JQ_PLAN_CLAIM_GROUPS;
+		case JQ_CLAIM_AGED:
+			return JQ_PLAN_CLAIM_AGED;
+		case JQ_CLAIM_PLAIN:
+			break;
+	}
+	return JQ_PLAN_CLAIM_PLAIN;
+}
+
+/*
  * Run the claim statement of kind with jq_claim's parameters (values and
  * nulls: queue, n, owner, lease, now); the group claim also gets the
  * backend's rotation cursor, and moves it to the last group served.
