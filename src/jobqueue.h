@@ -208,13 +208,13 @@ extern uint64 jq_claim_execute(const char *queue_name, Datum *values,
 							   const char *nulls);
 extern bool jq_ordering_installed(void);
 extern JqPlanId jq_claim_plan_of(const char *queue_name);
+extern void jq_ordering_set_policy(FunctionCallInfo fcinfo, int argno,
+								   const char *queue_name, bool alter);
 
 /* The per-backend cache of queue settings (queuecache.c) */
 extern void jq_queues_changed(void);
 extern void jq_queues_changed_elsewhere(void);
 extern Datum jq_notify_finished_queues(void);
-extern void jq_ordering_set_policy(FunctionCallInfo fcinfo, int argno,
-								   const char *queue_name, bool alter);
 
 /* Set-returning helper (srf.c) */
 extern Tuplestorestate *jq_srf_init(FunctionCallInfo fcinfo,
