@@ -70,6 +70,7 @@ COMMENT ON FUNCTION jobqueue.jq_counters(boolean) IS
 
 ------------------------------------------------------------------------------
 -- NULL arguments of the SQL-language functions: 22004, as everywhere else
+-- (jq_role_functions gets its check in its last definition, at the end)
 ------------------------------------------------------------------------------
 
 CREATE OR REPLACE FUNCTION jobqueue.jq_finished_count(queue_name text, status jobqueue.job_status)
@@ -98,55 +99,6 @@ BEGIN
 			'WHERE j.queue_name = $1 AND j.status = $2'
 		INTO plan USING queue_name, status;
 	RETURN pg_catalog.round((plan -> 0 -> 'Plan' ->> 'Plan Rows')::pg_catalog.float8)::bigint;
-END
-$$;
-
-CREATE OR REPLACE FUNCTION jobqueue.jq_role_functions(kind text)
-RETURNS SETOF regprocedure
-LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-	IF kind IS NULL THEN
-		RAISE EXCEPTION 'kind must not be null' USING ERRCODE = 'null_value_not_allowed';
-	END IF;
-	RETURN QUERY
-		SELECT r.p FROM pg_catalog.unnest(CASE kind
-			WHEN 'producer' THEN ARRAY[
-				'jobqueue.jq_enqueue(text, jsonb, integer, timestamp with time zone, integer, text)',
-				'jobqueue.jq_enqueue_many(text, jsonb[], integer, timestamp with time zone)']
-			WHEN 'worker' THEN ARRAY[
-				'jobqueue.jq_claim(text, integer, text, interval)',
-				'jobqueue.jq_complete(bigint, bigint)',
-				'jobqueue.jq_complete_many(bigint[], bigint[])',
-				'jobqueue.jq_fail(bigint, bigint, text, text, boolean, interval)',
-				'jobqueue.jq_heartbeat(bigint, bigint, interval)',
-				'jobqueue.jq_release(bigint, bigint, interval)']
-			WHEN 'admin' THEN ARRAY[
-				'jobqueue.jq_create_queue(text, integer, interval, interval, interval, interval, interval)',
-				'jobqueue.jq_alter_queue(text, integer, interval, interval, interval, interval, interval, boolean)',
-				'jobqueue.jq_drop_queue(text, boolean)',
-				'jobqueue.jq_pause_queue(text)',
-				'jobqueue.jq_resume_queue(text)',
-				'jobqueue.jq_cancel(bigint)',
-				'jobqueue.jq_retry(bigint, timestamp with time zone)',
-				'jobqueue.jq_retry_dead(text, text, integer)',
-				'jobqueue.jq_purge(text, interval, integer)',
-				'jobqueue.jq_reap(integer)',
-				'jobqueue.jq_explain_claim(text, integer)',
-				'jobqueue.jq_finished_count(text, jobqueue.job_status)',
-				'jobqueue.jq_counters(boolean)',
-				'jobqueue.jq_counters_reset(text)',
-				'jobqueue.jq_worker_status()',
-				'jobqueue.jq_worker_tasks()']
-			WHEN 'monitor' THEN ARRAY[
-				'jobqueue.jq_finished_count(text, jobqueue.job_status)',
-				'jobqueue.jq_counters(boolean)',
-				'jobqueue.jq_worker_status()',
-				'jobqueue.jq_worker_tasks()']
-			END) AS f(name)
-		-- functions of later versions or of other features may be missing
-		CROSS JOIN LATERAL pg_catalog.to_regprocedure(f.name) AS r(p)
-		WHERE r.p IS NOT NULL;
 END
 $$;
 
@@ -262,56 +214,6 @@ SELECT pg_catalog.pg_extension_config_dump('jobqueue.job_dependencies', '');
 -- Waiting jobs by queue, for queue_stats ('waiting' sorts before 'pending').
 CREATE INDEX jobs_waiting_idx ON jobqueue.jobs (queue_name)
 	WHERE status < 'pending';
-
-/*
- * queue_stats gets a last column, waiting: jobs whose dependencies have
- * not all succeeded (never counted in pending or ready).  Added at the end
- * so that CREATE OR REPLACE keeps the view's privileges.
- */
-CREATE OR REPLACE VIEW jobqueue.queue_stats AS
-SELECT q.queue_name,
-	   q.paused,
-	   COALESCE(p.pending, 0) AS pending,
-	   COALESCE(p.ready, 0) AS ready,
-	   COALESCE(p.pending - p.ready, 0) AS scheduled,
-	   COALESCE(r.running, 0) AS running,
-	   COALESCE(r.expiring_soon, 0) AS expiring_soon,
-	   jobqueue.jq_finished_count(q.queue_name, 'succeeded') AS succeeded,
-	   d.dead,
-	   jobqueue.jq_finished_count(q.queue_name, 'cancelled') AS cancelled,
-	   p.oldest_ready_age,
-	   d.oldest_dead_age,
-	   w.waiting
-FROM jobqueue.queues q
-LEFT JOIN
-	(SELECT j.queue_name,
-			pg_catalog.count(*) AS pending,
-			pg_catalog.count(*) FILTER (WHERE j.available_at <= pg_catalog.now()) AS ready,
-			pg_catalog.now() - pg_catalog.min(j.available_at)
-				FILTER (WHERE j.available_at <= pg_catalog.now()) AS oldest_ready_age
-	 FROM jobqueue.jobs j
-	 WHERE j.status = 'pending'
-	 GROUP BY j.queue_name) p ON p.queue_name = q.queue_name
-CROSS JOIN LATERAL
-	(SELECT pg_catalog.count(*) AS dead,
-			pg_catalog.now() - pg_catalog.min(j.finished_at) AS oldest_dead_age
-	 FROM jobqueue.jobs j
-	 WHERE j.queue_name = q.queue_name AND j.status = 'dead') d
-LEFT JOIN
-	(SELECT j.queue_name,
-			pg_catalog.count(*) AS running,
-			pg_catalog.count(*) FILTER (WHERE j.lease_expires_at <
-				pg_catalog.now() + GREATEST(interval '5 seconds', rq.lease_duration * 0.1)) AS expiring_soon
-	 FROM jobqueue.jobs j
-	 JOIN jobqueue.queues rq ON rq.queue_name = j.queue_name
-	 WHERE j.status = 'running'
-	 GROUP BY j.queue_name) r ON r.queue_name = q.queue_name
-CROSS JOIN LATERAL
-	(SELECT pg_catalog.count(*) AS waiting
-	 FROM jobqueue.jobs j
-	 WHERE j.queue_name = q.queue_name AND j.status < 'pending') w;
-COMMENT ON VIEW jobqueue.queue_stats IS
-	'per queue: backlog, running and expiring leases, finished counts, age of the oldest ready and dead job, jobs waiting for dependencies';
 
 /*
  * New arguments, last and with defaults, so that positional calls keep
@@ -608,9 +510,11 @@ COMMENT ON FUNCTION jobqueue.jq_group_stats(text) IS
 REVOKE ALL ON FUNCTION jobqueue.jq_group_stats(text) FROM PUBLIC;
 
 /*
- * queue_stats gains the groups: with a ready job, with a running job, and
- * blocked by a dead head (strictly ordered queues).  The columns are added
- * at the end (after waiting), so the view keeps its grants.
+ * queue_stats gains waiting (jobs whose dependencies have not all
+ * succeeded, never counted in pending or ready) and the groups: with a
+ * ready job, with a running job, and blocked by a dead head (strictly
+ * ordered queues).  The columns are added at the end, so CREATE OR REPLACE
+ * keeps the view's grants.
  */
 CREATE OR REPLACE VIEW jobqueue.queue_stats AS
 SELECT q.queue_name,
@@ -670,6 +574,8 @@ CROSS JOIN LATERAL
 				ORDER BY h.id LIMIT 1)) AS groups_blocked
 	 FROM jobqueue.groups gr
 	 WHERE gr.queue_name = q.queue_name) gs;
+COMMENT ON VIEW jobqueue.queue_stats IS
+	'per queue: backlog, running and expiring leases, finished counts, age of the oldest ready and dead job, jobs waiting for dependencies, groups ready, running and blocked';
 
 ------------------------------------------------------------------------------
 -- Schedules and rate limits

@@ -108,6 +108,19 @@
 #define JQ_NOTIFY_FINISHED_SQL(QUEUES) \
 	"j.queue_name = ANY (" QUEUES ")"
 
+/*
+ * pending -> running (claim): lease the jobs IDS (a subquery) of queue $1 to
+ * owner $3 for lease $4 (NULL: the queue's) from now $5, never past
+ * max_runtime; every claim adds 1 to the token.  CTE q holds the queue's
+ * lease_duration and max_runtime.  RETURNING is the caller's.
+ */
+#define JQ_LEASE_SQL(IDS) \
+	"UPDATE jobqueue.jobs j SET status = 'running', " \
+	"  attempt_count = j.attempt_count + 1, lease_owner = $3, " \
+	"  lease_token = j.lease_token + 1, started_at = $5, " \
+	"  lease_expires_at = $5 + LEAST(COALESCE($4, q.lease_duration), q.max_runtime) " \
+	"FROM q WHERE j.queue_name = $1 AND j.id = ANY (ARRAY(" IDS "))"
+
 /* running -> succeeded (complete), storing RESULT */
 #define JQ_SUCCEED_SQL(NOW, RESULT) \
 	"status = 'succeeded', finished_at = " NOW ", lease_expires_at = NULL, " \
@@ -306,12 +319,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"        AND j.available_at <= $5 AND EXISTS (SELECT FROM q) "
 		"      ORDER BY j.priority DESC, j.available_at, j.id "
 		"      LIMIT $2 FOR UPDATE OF j SKIP LOCKED), "
-		"u AS (UPDATE jobqueue.jobs j SET status = 'running', "
-		"        attempt_count = j.attempt_count + 1, lease_owner = $3, "
-		"        lease_token = j.lease_token + 1, started_at = $5, "
-		"        lease_expires_at = $5 + LEAST("
-		"          COALESCE($4, q.lease_duration), q.max_runtime) "
-		"      FROM q WHERE j.id = ANY (ARRAY(SELECT c.id FROM c)) "
+		"u AS (" JQ_LEASE_SQL("SELECT c.id FROM c") " "
 		"      RETURNING j.id, j.payload, j.attempt_count, j.lease_token, "
 		"                j.lease_expires_at, j.priority, j.available_at) "
 		"SELECT u.id, u.payload, u.attempt_count, u.lease_token, u.lease_expires_at "
@@ -857,12 +865,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"        AND j.available_at <= $5 AND EXISTS (SELECT FROM q) "
 		"      ORDER BY j.priority DESC, j.available_at, j.id "
 		"      LIMIT $2 FOR UPDATE OF j SKIP LOCKED), "
-		"u AS (UPDATE jobqueue.jobs j SET status = 'running', "
-		"        attempt_count = j.attempt_count + 1, lease_owner = $3, "
-		"        lease_token = j.lease_token + 1, started_at = $5, "
-		"        lease_expires_at = $5 + LEAST("
-		"          COALESCE($4, q.lease_duration), q.max_runtime) "
-		"      FROM q WHERE j.id = ANY (ARRAY(SELECT c.id FROM c)) "
+		"u AS (" JQ_LEASE_SQL("SELECT c.id FROM c") " "
 		"      RETURNING j.id, j.payload, j.attempt_count, j.lease_token, "
 		"                j.lease_expires_at, j.priority, j.available_at) "
 		"SELECT u.id, u.payload, u.attempt_count, u.lease_token, u.lease_expires_at "
@@ -917,12 +920,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"        FOR UPDATE OF j SKIP LOCKED) x "
 		"      WHERE p.priority IS NOT NULL "
 		"      ORDER BY x.eff DESC, x.available_at, x.id LIMIT $2), "
-		"u AS (UPDATE jobqueue.jobs j SET status = 'running', "
-		"        attempt_count = j.attempt_count + 1, lease_owner = $3, "
-		"        lease_token = j.lease_token + 1, started_at = $5, "
-		"        lease_expires_at = $5 + LEAST("
-		"          COALESCE($4, q.lease_duration), q.max_runtime) "
-		"      FROM q WHERE j.queue_name = $1 AND j.id = ANY (ARRAY(SELECT c.id FROM c)) "
+		"u AS (" JQ_LEASE_SQL("SELECT c.id FROM c") " "
 		"      RETURNING j.id, j.payload, j.attempt_count, j.lease_token, "
 		"                j.lease_expires_at) "
 		"SELECT u.id, u.payload, u.attempt_count, u.lease_token, u.lease_expires_at "
@@ -999,12 +997,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"      WHERE j.queue_name = $1 AND j.id = ANY (ARRAY(SELECT c.id FROM c)) "
 		"        AND j.status = 'pending' "
 		"      FOR UPDATE OF j SKIP LOCKED), "
-		"u AS (UPDATE jobqueue.jobs j SET status = 'running', "
-		"        attempt_count = j.attempt_count + 1, lease_owner = $3, "
-		"        lease_token = j.lease_token + 1, started_at = $5, "
-		"        lease_expires_at = $5 + LEAST("
-		"          COALESCE($4, q.lease_duration), q.max_runtime) "
-		"      FROM q WHERE j.queue_name = $1 AND j.id = ANY (ARRAY(SELECT l.id FROM l)) "
+		"u AS (" JQ_LEASE_SQL("SELECT l.id FROM l") " "
 		"      RETURNING j.id, j.payload, j.attempt_count, j.lease_token, "
 		"                j.lease_expires_at) "
 		"SELECT u.id, u.payload, u.attempt_count, u.lease_token, u.lease_expires_at, "
