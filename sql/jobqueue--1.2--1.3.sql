@@ -5,3 +5,115 @@
 
 -- 1.3 is about speed: fewer round trips and less table work per job.  A
 -- fresh CREATE EXTENSION runs 1.0 and every upgrade script up to this one.
+
+------------------------------------------------------------------------------
+-- One round trip per batch for a worker loop: complete, then claim
+------------------------------------------------------------------------------
+
+/*
+ * jq_complete_many(ids, tokens, results) followed by jq_claim(queue_name,
+ * n, owner, lease), in one call and one transaction: the same rules, the
+ * same counters, the same result as jq_claim.  The ids may belong to any
+ * queue; n = 0 only completes, empty ids only claim.
+ */
+CREATE FUNCTION jobqueue.jq_complete_and_claim(
+	queue_name text,
+	ids bigint[],
+	tokens bigint[],
+	n int,
+	owner text,
+	lease interval DEFAULT NULL,
+	results jsonb[] DEFAULT NULL)
+RETURNS TABLE(id bigint, payload jsonb, attempt int, token bigint, lease_expires_at timestamptz)
+AS 'MODULE_PATHNAME', 'jq_complete_and_claim'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp ROWS 10;
+COMMENT ON FUNCTION jobqueue.jq_complete_and_claim(text, bigint[], bigint[], int, text, interval, jsonb[]) IS
+	'complete held jobs as jq_complete_many does (any queue), then lease up to n ready jobs of queue_name as jq_claim does, in one call; returns the jobs claimed';
+REVOKE ALL ON FUNCTION jobqueue.jq_complete_and_claim(text, bigint[], bigint[], int, text, interval, jsonb[]) FROM PUBLIC;
+
+-- The worker set of rights gets the new function ...
+CREATE OR REPLACE FUNCTION jobqueue.jq_role_functions(kind text)
+RETURNS SETOF regprocedure
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF kind IS NULL THEN
+		RAISE EXCEPTION 'kind must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	RETURN QUERY
+		SELECT r.p FROM pg_catalog.unnest(CASE kind
+			WHEN 'producer' THEN ARRAY[
+				'jobqueue.jq_enqueue(text, jsonb, integer, timestamp with time zone, integer, text, bigint[], text)',
+				'jobqueue.jq_enqueue_many(text, jsonb[], integer, timestamp with time zone, bigint[], text[])',
+				'jobqueue.jq_job(bigint)']
+			WHEN 'worker' THEN ARRAY[
+				'jobqueue.jq_claim(text, integer, text, interval)',
+				'jobqueue.jq_complete(bigint, bigint, jsonb)',
+				'jobqueue.jq_complete_many(bigint[], bigint[], jsonb[])',
+				'jobqueue.jq_complete_and_claim(text, bigint[], bigint[], integer, text, interval, jsonb[])',
+				'jobqueue.jq_fail(bigint, bigint, text, text, boolean, interval, jsonb)',
+				'jobqueue.jq_heartbeat(bigint, bigint, interval)',
+				'jobqueue.jq_release(bigint, bigint, interval)',
+				'jobqueue.jq_progress(bigint, bigint, jsonb)',
+				'jobqueue.jq_job(bigint)']
+			WHEN 'admin' THEN ARRAY[
+				'jobqueue.jq_create_queue(text, integer, interval, interval, interval, interval, interval, boolean, integer, boolean, text, interval, double precision, integer)',
+				'jobqueue.jq_alter_queue(text, integer, interval, interval, interval, interval, interval, boolean, boolean, integer, boolean, text, interval, double precision, integer)',
+				'jobqueue.jq_drop_queue(text, boolean)',
+				'jobqueue.jq_pause_queue(text)',
+				'jobqueue.jq_resume_queue(text)',
+				'jobqueue.jq_cancel(bigint)',
+				'jobqueue.jq_retry(bigint, timestamp with time zone)',
+				'jobqueue.jq_retry_dead(text, text, integer)',
+				'jobqueue.jq_purge(text, interval, integer)',
+				'jobqueue.jq_reap(integer)',
+				'jobqueue.jq_explain_claim(text, integer)',
+				'jobqueue.jq_finished_count(text, jobqueue.job_status)',
+				'jobqueue.jq_counters(boolean)',
+				'jobqueue.jq_counters_reset(text)',
+				'jobqueue.jq_worker_status()',
+				'jobqueue.jq_worker_tasks()',
+				'jobqueue.jq_job(bigint)',
+				'jobqueue.jq_group_stats(text)',
+				'jobqueue.jq_cron_next(text, timestamp with time zone, text, integer)',
+				'jobqueue.jq_schedule(text, text, text, jsonb, text, integer, text, boolean)',
+				'jobqueue.jq_unschedule(text)',
+				'jobqueue.jq_run_schedules()',
+				'jobqueue.jq_rate_limits()']
+			WHEN 'monitor' THEN ARRAY[
+				'jobqueue.jq_finished_count(text, jobqueue.job_status)',
+				'jobqueue.jq_counters(boolean)',
+				'jobqueue.jq_worker_status()',
+				'jobqueue.jq_worker_tasks()',
+				'jobqueue.jq_group_stats(text)',
+				'jobqueue.jq_cron_next(text, timestamp with time zone, text, integer)',
+				'jobqueue.jq_rate_limits()']
+			END) AS f(name)
+		-- functions of later versions or of other features may be missing
+		CROSS JOIN LATERAL pg_catalog.to_regprocedure(f.name) AS r(p)
+		WHERE r.p IS NOT NULL;
+END
+$$;
+
+COMMENT ON FUNCTION jobqueue.jq_grant_worker(regrole) IS
+	'let a role claim and finish jobs (jq_claim, jq_complete[_many], jq_complete_and_claim, jq_fail, jq_heartbeat, jq_release, jq_progress, jq_job)';
+
+-- ... and so does every role that can claim already (a role given the
+-- worker rights before this update)
+DO $$
+DECLARE
+	r record;
+BEGIN
+	FOR r IN
+		SELECT a.grantee::pg_catalog.regrole AS grantee
+		FROM pg_catalog.pg_proc p
+		CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+		WHERE p.oid = 'jobqueue.jq_claim(text, integer, text, interval)'::pg_catalog.regprocedure
+		  AND a.privilege_type = 'EXECUTE' AND a.grantee <> 0 AND a.grantee <> p.proowner
+	LOOP
+		EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s',
+			'jobqueue.jq_complete_and_claim(text, bigint[], bigint[], integer, text, interval, jsonb[])',
+			r.grantee);
+	END LOOP;
+END
+$$;

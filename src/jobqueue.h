@@ -184,6 +184,8 @@ extern Datum jq_arg_required(FunctionCallInfo fcinfo, int argno,
 extern int64 jq_arg_int8(FunctionCallInfo fcinfo, int argno, const char *what);
 extern int32 jq_arg_positive_int4(FunctionCallInfo fcinfo, int argno,
 								  const char *what);
+extern int32 jq_arg_nonnegative_int4(FunctionCallInfo fcinfo, int argno,
+									  const char *what);
 extern Interval *jq_arg_interval(FunctionCallInfo fcinfo, int argno,
 								 const char *what, bool allow_null,
 								 bool allow_zero);

@@ -35,6 +35,7 @@ PG_FUNCTION_INFO_V1(jq_enqueue_many);
 PG_FUNCTION_INFO_V1(jq_claim);
 PG_FUNCTION_INFO_V1(jq_complete);
 PG_FUNCTION_INFO_V1(jq_complete_many);
+PG_FUNCTION_INFO_V1(jq_complete_and_claim);
 PG_FUNCTION_INFO_V1(jq_fail);
 PG_FUNCTION_INFO_V1(jq_heartbeat);
 PG_FUNCTION_INFO_V1(jq_release);
@@ -507,52 +508,140 @@ jq_enqueue_many(PG_FUNCTION_ARGS)
 }
 
 /*
- * jq_claim(queue_name, n, owner, lease)
- *		returns table(id, payload, attempt, token, lease_expires_at)
- *
- * Leases up to n ready jobs in one statement (see JQ_PLAN_CLAIM).  An empty
- * result means nothing is ready, or the queue is paused; an unknown queue
- * is an error.
+ * The arguments of a claim (jq_claim, jq_complete_and_claim), checked.
  */
-Datum
-jq_claim(PG_FUNCTION_ARGS)
+typedef struct JqClaimArgs
 {
-	char	   *queue_name = jq_arg_queue_name(fcinfo, 0);
-	int32		n = jq_arg_positive_int4(fcinfo, 1, "n");
-	text	   *owner = jq_arg_nonempty_text(fcinfo, 2, "owner", JQ_OWNER_MAXLEN);
-	Interval   *lease = jq_arg_interval(fcinfo, 3, "lease", true, false);
+	char	   *queue_name;
+	int32		n;				/* 0 only for jq_complete_and_claim */
+	text	   *owner;
+	Interval   *lease;			/* NULL: the queue's lease_duration */
+} JqClaimArgs;
+
+/*
+ * The arguments of a batch completion (jq_complete_many,
+ * jq_complete_and_claim), checked.
+ */
+typedef struct JqCompleteArgs
+{
+	ArrayType  *ids;
+	ArrayType  *tokens;
+	ArrayType  *results;		/* NULL: none */
+	int			nids;
+} JqCompleteArgs;
+
+/*
+ * Check the claim arguments of fcinfo into *args: queue_name in argument
+ * queue_argno, then n, owner and lease in arguments n_argno .. n_argno + 2.
+ * n may be 0 when allow_zero.
+ */
+static void
+jq_claim_args(FunctionCallInfo fcinfo, int queue_argno, int n_argno,
+			  bool allow_zero, JqClaimArgs *args)
+{
+	args->queue_name = jq_arg_queue_name(fcinfo, queue_argno);
+	if (allow_zero)
+		args->n = jq_arg_nonnegative_int4(fcinfo, n_argno, "n");
+	else
+		args->n = jq_arg_positive_int4(fcinfo, n_argno, "n");
+	if (args->n > jq_max_claim_batch)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("n must not exceed jobqueue.max_claim_batch (%d)",
+						jq_max_claim_batch),
+				 errdetail("The value given was %d.", args->n),
+				 errhint("Claim in smaller batches, or raise jobqueue.max_claim_batch.")));
+	args->owner = jq_arg_nonempty_text(fcinfo, n_argno + 1, "owner", JQ_OWNER_MAXLEN);
+	args->lease = jq_arg_interval(fcinfo, n_argno + 2, "lease", true, false);
+}
+
+/*
+ * Check the completion arguments ids and tokens (arguments ids_argno and
+ * ids_argno + 1 of fcinfo) and results (argument results_argno, absent
+ * when an old SQL definition of jq_complete_many does not pass it) into
+ * *args: one-dimensional arrays of the same length, ids and tokens without
+ * NULLs, each result within jobqueue.max_result_size.
+ */
+static void
+jq_complete_args(FunctionCallInfo fcinfo, int ids_argno, int results_argno,
+				 JqCompleteArgs *args)
+{
+	int			ntokens;
+
+	args->ids = jq_arg_array(fcinfo, ids_argno, "ids", INT8OID);
+	args->tokens = jq_arg_array(fcinfo, ids_argno + 1, "tokens", INT8OID);
+	args->nids = ArrayGetNItems(ARR_NDIM(args->ids), ARR_DIMS(args->ids));
+	ntokens = ArrayGetNItems(ARR_NDIM(args->tokens), ARR_DIMS(args->tokens));
+	if (args->nids != ntokens)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("ids and tokens must have the same number of elements"),
+				 errdetail("There are %d ids and %d tokens.", args->nids, ntokens)));
+	args->results = NULL;
+	if (PG_NARGS() > results_argno && !PG_ARGISNULL(results_argno))
+	{
+		ArrayType  *results = PG_GETARG_ARRAYTYPE_P(results_argno);
+		int			nresults = ArrayGetNItems(ARR_NDIM(results), ARR_DIMS(results));
+		ArrayIterator it;
+		Datum		elem;
+		bool		elem_null;
+
+		if (ARR_ELEMTYPE(results) != JSONBOID)
+			elog(ERROR, "unexpected element type %u of results", ARR_ELEMTYPE(results));
+		if (ARR_NDIM(results) > 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+					 errmsg("results must be a one-dimensional array"),
+					 errdetail("The array has %d dimensions.", ARR_NDIM(results))));
+		if (nresults != args->nids)
+			ereport(ERROR,
+					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+					 errmsg("ids and results must have the same number of elements"),
+					 errdetail("There are %d ids and %d results.", args->nids, nresults)));
+		it = array_create_iterator(results, 0, NULL);
+		while (array_iterate(it, &elem, &elem_null))
+		{
+			if (!elem_null)
+				jq_check_result(elem, "result");
+		}
+		array_free_iterator(it);
+		args->results = results;
+	}
+}
+
+/*
+ * Lease up to args->n (at least 1) jobs of args->queue_name at now, under
+ * the rules of jq_claim: the statement of the queue's ordering policy
+ * (jq_claim_execute), its rate limit, a paused queue claims nothing, an
+ * unknown queue is an error.  The jobs go into tupstore (rows of jq_claim's
+ * result type tupdesc), in claim order; returns their number.  Counts the
+ * jobs claimed and the claim call, and notes the activity for the worker
+ * pool.  Must be called while connected to SPI; SPI_tuptable is replaced.
+ */
+static uint64
+jq_claim_batch(const JqClaimArgs *args, TimestampTz now,
+			   Tuplestorestate *tupstore, TupleDesc tupdesc)
+{
+	const char *queue_name = args->queue_name;
 	Datum		values[5];
 	char		nulls[5] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL};
-	TupleDesc	tupdesc;
-	Tuplestorestate *tupstore;
 	uint64		i;
 	volatile uint64 nclaimed = 0;
 	instr_time	start;
 	double		rate;
 	int			burst;
 	int			bucket = -1;
-	volatile int32 reserved = n;
+	volatile int32 reserved = args->n;
 
+	Assert(args->n > 0);
 	jq_count_start(&start);
-	if (n > jq_max_claim_batch)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("n must not exceed jobqueue.max_claim_batch (%d)",
-						jq_max_claim_batch),
-				 errdetail("The value given was %d.", n),
-				 errhint("Claim in smaller batches, or raise jobqueue.max_claim_batch.")));
-
 	values[0] = CStringGetTextDatum(queue_name);
-	values[1] = Int32GetDatum(n);
-	values[2] = PointerGetDatum(owner);
-	values[3] = PointerGetDatum(lease);
-	if (lease == NULL)
+	values[1] = Int32GetDatum(args->n);
+	values[2] = PointerGetDatum(args->owner);
+	values[3] = PointerGetDatum(args->lease);
+	if (args->lease == NULL)
 		nulls[3] = JQ_ISNULL;
-	values[4] = TimestampTzGetDatum(GetCurrentTimestamp());
-
-	tupstore = jq_srf_init(fcinfo, &tupdesc);
-
-	jq_spi_connect();
+	values[4] = TimestampTzGetDatum(now);
 
 	/*
 	 * A rate-limited queue: reserve tokens (never waiting), claim at most
@@ -560,12 +649,11 @@ jq_claim(PG_FUNCTION_ARGS)
 	 */
 	if (jq_rate_policy(queue_name, &rate, &burst))
 	{
-		reserved = jq_rate_reserve(queue_name, rate, burst, n, &bucket);
+		reserved = jq_rate_reserve(queue_name, rate, burst, args->n, &bucket);
 		if (reserved == 0)
 		{
-			jq_spi_finish();
 			jq_count_call(queue_name, JQ_CTR_CLAIM_CALLS, &start);
-			return (Datum) 0;
+			return 0;
 		}
 		values[1] = Int32GetDatum(reserved);
 	}
@@ -597,8 +685,94 @@ jq_claim(PG_FUNCTION_ARGS)
 									 col + 1, &rownulls[col]);
 		tuplestore_putvalues(tupstore, tupdesc, row, rownulls);
 	}
-	jq_spi_finish();
 	jq_count_call(queue_name, JQ_CTR_CLAIM_CALLS, &start);
+	return nclaimed;
+}
+
+/*
+ * Complete the (id, token) pairs of args (at least one) at now, under the
+ * rule of jq_complete, in one statement; the ids completed go into tupstore
+ * (rows of one bigint column) unless it is NULL.  Counts the completions,
+ * the fenced ones and the call (started at *start), announces the jobs of
+ * queues with notify_finished and releases their dependents
+ * (jq_note_outcome).  Must be called while connected to SPI; SPI_tuptable
+ * is replaced.  Returns the number of jobs completed.
+ */
+static uint64
+jq_complete_batch(const JqCompleteArgs *args, TimestampTz now,
+				  Tuplestorestate *tupstore, TupleDesc tupdesc,
+				  instr_time *start)
+{
+	Datum		values[5];
+	char		nulls[5] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_ISNULL, JQ_NOTNULL};
+	uint64		i;
+	uint64		ncompleted;
+	Datum	   *completed;
+	char	   *queue_name;
+
+	Assert(args->nids > 0);
+	values[0] = PointerGetDatum(args->ids);
+	values[1] = PointerGetDatum(args->tokens);
+	values[2] = TimestampTzGetDatum(now);
+	values[3] = PointerGetDatum(args->results);
+	if (args->results != NULL)
+		nulls[3] = JQ_NOTNULL;
+	values[4] = jq_notify_finished_queues();
+	jq_execute(JQ_PLAN_COMPLETE_MANY, values, nulls, SPI_OK_UPDATE_RETURNING);
+	ncompleted = SPI_processed;
+	completed = palloc(sizeof(Datum) * Max(ncompleted, 1));
+	for (i = 0; i < ncompleted; i++)
+	{
+		bool		id_null = false;
+
+		completed[i] = jq_result(i, JQ_OUTCOME_ID);
+		if (tupstore != NULL)
+			tuplestore_putvalues(tupstore, tupdesc, &completed[i], &id_null);
+	}
+	queue_name = NULL;
+	if (ncompleted > 0)
+		(void) jq_note_outcome(JQ_TR_COMPLETE, 0, NULL, NULL, &queue_name);
+	if (ncompleted < (uint64) args->nids)
+	{
+		/* the others were refused: their queues, for the counters (rare) */
+		Datum		rvalues[2];
+		char	   *refused_queue;
+
+		rvalues[0] = PointerGetDatum(args->ids);
+		rvalues[1] = PointerGetDatum(construct_array(completed, (int) ncompleted,
+													 INT8OID, 8, FLOAT8PASSBYVAL,
+													 TYPALIGN_DOUBLE));
+		jq_execute(JQ_PLAN_COMPLETE_MANY_REFUSED, rvalues, NULL, SPI_OK_SELECT);
+		(void) jq_note_outcome(JQ_TR_COMPLETE, (uint64) args->nids - ncompleted,
+							   NULL, NULL, &refused_queue);
+		if (queue_name == NULL)
+			queue_name = refused_queue;
+	}
+	jq_count_call(queue_name, JQ_CTR_COMPLETE_CALLS, start);
+	pfree(completed);
+	return ncompleted;
+}
+
+/*
+ * jq_claim(queue_name, n, owner, lease)
+ *		returns table(id, payload, attempt, token, lease_expires_at)
+ *
+ * Leases up to n ready jobs in one statement (see JQ_PLAN_CLAIM).  An empty
+ * result means nothing is ready, or the queue is paused; an unknown queue
+ * is an error.
+ */
+Datum
+jq_claim(PG_FUNCTION_ARGS)
+{
+	JqClaimArgs args;
+	TupleDesc	tupdesc;
+	Tuplestorestate *tupstore;
+
+	jq_claim_args(fcinfo, 0, 1, false, &args);
+	tupstore = jq_srf_init(fcinfo, &tupdesc);
+	jq_spi_connect();
+	(void) jq_claim_batch(&args, GetCurrentTimestamp(), tupstore, tupdesc);
+	jq_spi_finish();
 
 	return (Datum) 0;
 }
@@ -662,99 +836,73 @@ jq_complete(PG_FUNCTION_ARGS)
 Datum
 jq_complete_many(PG_FUNCTION_ARGS)
 {
-	ArrayType  *ids = jq_arg_array(fcinfo, 0, "ids", INT8OID);
-	ArrayType  *tokens = jq_arg_array(fcinfo, 1, "tokens", INT8OID);
-	int			nids = ArrayGetNItems(ARR_NDIM(ids), ARR_DIMS(ids));
-	int			ntokens = ArrayGetNItems(ARR_NDIM(tokens), ARR_DIMS(tokens));
-	Datum		values[5];
-	char		nulls[5] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_ISNULL, JQ_NOTNULL};
+	JqCompleteArgs args;
 	TupleDesc	tupdesc;
 	Tuplestorestate *tupstore;
-	uint64		i;
-	uint64		ncompleted;
-	Datum	   *completed;
-	char	   *queue_name;
 	instr_time	start;
 
 	jq_count_start(&start);
-	if (nids != ntokens)
-		ereport(ERROR,
-				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("ids and tokens must have the same number of elements"),
-				 errdetail("There are %d ids and %d tokens.", nids, ntokens)));
-	values[3] = (Datum) 0;
 	/* results: an argument since 1.2, absent in an older definition */
-	if (PG_NARGS() > 2 && !PG_ARGISNULL(2))
-	{
-		ArrayType  *results = PG_GETARG_ARRAYTYPE_P(2);
-		int			nresults = ArrayGetNItems(ARR_NDIM(results), ARR_DIMS(results));
-		ArrayIterator it;
-		Datum		elem;
-		bool		elem_null;
-
-		if (ARR_ELEMTYPE(results) != JSONBOID)
-			elog(ERROR, "unexpected element type %u of results", ARR_ELEMTYPE(results));
-		if (ARR_NDIM(results) > 1)
-			ereport(ERROR,
-					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-					 errmsg("results must be a one-dimensional array"),
-					 errdetail("The array has %d dimensions.", ARR_NDIM(results))));
-		if (nresults != nids)
-			ereport(ERROR,
-					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-					 errmsg("ids and results must have the same number of elements"),
-					 errdetail("There are %d ids and %d results.", nids, nresults)));
-		it = array_create_iterator(results, 0, NULL);
-		while (array_iterate(it, &elem, &elem_null))
-		{
-			if (!elem_null)
-				jq_check_result(elem, "result");
-		}
-		array_free_iterator(it);
-		values[3] = PointerGetDatum(results);
-		nulls[3] = JQ_NOTNULL;
-	}
-
+	jq_complete_args(fcinfo, 0, 2, &args);
 	tupstore = jq_srf_init(fcinfo, &tupdesc);
-	if (nids == 0)
+	if (args.nids == 0)
 		return (Datum) 0;
 
-	values[0] = PointerGetDatum(ids);
-	values[1] = PointerGetDatum(tokens);
-	values[2] = TimestampTzGetDatum(GetCurrentTimestamp());
-
 	jq_spi_connect();
-	values[4] = jq_notify_finished_queues();
-	jq_execute(JQ_PLAN_COMPLETE_MANY, values, nulls, SPI_OK_UPDATE_RETURNING);
-	ncompleted = SPI_processed;
-	completed = palloc(sizeof(Datum) * Max(ncompleted, 1));
-	for (i = 0; i < ncompleted; i++)
-	{
-		bool		id_null = false;
+	(void) jq_complete_batch(&args, GetCurrentTimestamp(), tupstore, tupdesc,
+							 &start);
+	jq_spi_finish();
 
-		completed[i] = jq_result(i, JQ_OUTCOME_ID);
-		tuplestore_putvalues(tupstore, tupdesc, &completed[i], &id_null);
-	}
-	queue_name = NULL;
-	if (ncompleted > 0)
-		(void) jq_note_outcome(JQ_TR_COMPLETE, 0, NULL, NULL, &queue_name);
-	if (ncompleted < (uint64) nids)
-	{
-		/* the others were refused: their queues, for the counters (rare) */
-		Datum		rvalues[2];
-		char	   *refused_queue;
+	return (Datum) 0;
+}
 
-		rvalues[0] = PointerGetDatum(ids);
-		rvalues[1] = PointerGetDatum(construct_array(completed, (int) ncompleted,
-													 INT8OID, 8, FLOAT8PASSBYVAL,
-													 TYPALIGN_DOUBLE));
-		jq_execute(JQ_PLAN_COMPLETE_MANY_REFUSED, rvalues, NULL, SPI_OK_SELECT);
-		(void) jq_note_outcome(JQ_TR_COMPLETE, (uint64) nids - ncompleted,
-							   NULL, NULL, &refused_queue);
-		if (queue_name == NULL)
-			queue_name = refused_queue;
-	}
-	jq_count_call(queue_name, JQ_CTR_COMPLETE_CALLS, &start);
+/*
+ * jq_complete_and_claim(queue_name, ids bigint[], tokens bigint[], n, owner,
+ *						 lease, results jsonb[])
+ *		returns table(id, payload, attempt, token, lease_expires_at)
+ *
+ * One round trip per batch for a worker loop: completes the (id, token)
+ * pairs exactly as jq_complete_many(ids, tokens, results) would (the ids
+ * may belong to any queue), then claims up to n jobs of queue_name exactly
+ * as jq_claim(queue_name, n, owner, lease) would, and returns the jobs
+ * claimed.  Both happen in the caller's transaction, as two statements in
+ * one SPI connection: the claim sees what the completion did (a group's
+ * slot freed, dependents released), as a claim after a separate
+ * jq_complete_many would.  The ids that were completed are not returned; a
+ * worker that must know whether it was fenced calls jq_complete_many.
+ *
+ * Empty ids and tokens: claim only.  n = 0: complete only, no rows (the
+ * queue must still exist; nothing else of the claim is looked at).  Any
+ * error rolls back both parts with the rest of the statement.
+ *
+ * The counters are those of the two calls: a complete call when there are
+ * ids, a claim call when n > 0.
+ */
+Datum
+jq_complete_and_claim(PG_FUNCTION_ARGS)
+{
+	JqClaimArgs claim;
+	JqCompleteArgs complete;
+	TupleDesc	tupdesc;
+	Tuplestorestate *tupstore;
+	instr_time	start;
+	TimestampTz now;
+
+	jq_count_start(&start);
+	/* queue_name, ids, tokens, n, owner, lease, results */
+	jq_claim_args(fcinfo, 0, 3, true, &claim);
+	jq_complete_args(fcinfo, 1, 6, &complete);
+	tupstore = jq_srf_init(fcinfo, &tupdesc);
+
+	/* one clock reading for both parts, as a parameter of both statements */
+	now = GetCurrentTimestamp();
+	jq_spi_connect();
+	if (complete.nids > 0)
+		(void) jq_complete_batch(&complete, now, NULL, NULL, &start);
+	if (claim.n > 0)
+		(void) jq_claim_batch(&claim, now, tupstore, tupdesc);
+	else
+		(void) jq_require_queue(claim.queue_name);
 	jq_spi_finish();
 
 	return (Datum) 0;

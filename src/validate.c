@@ -150,6 +150,22 @@ jq_arg_positive_int4(FunctionCallInfo fcinfo, int argno, const char *what)
 	return v;
 }
 
+/* A required integer argument that must be at least 0. */
+int32
+jq_arg_nonnegative_int4(FunctionCallInfo fcinfo, int argno, const char *what)
+{
+	int32		v;
+
+	jq_check_not_null(fcinfo, argno, what);
+	v = PG_GETARG_INT32(argno);
+	if (v < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must not be negative", what),
+				 errdetail("The value given was %d.", v)));
+	return v;
+}
+
 /*
  * Check an interval used as a duration: finite, positive (or zero when
  * allow_zero), and at most 100 years, so that adding it to the current time
