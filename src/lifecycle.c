@@ -886,7 +886,6 @@ jq_complete_and_claim(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	Tuplestorestate *tupstore;
 	instr_time	start;
-	TimestampTz now;
 
 	jq_count_start(&start);
 	/* queue_name, ids, tokens, n, owner, lease, results */
@@ -894,13 +893,18 @@ jq_complete_and_claim(PG_FUNCTION_ARGS)
 	jq_complete_args(fcinfo, 1, 6, &complete);
 	tupstore = jq_srf_init(fcinfo, &tupdesc);
 
-	/* one clock reading for both parts, as a parameter of both statements */
-	now = GetCurrentTimestamp();
 	jq_spi_connect();
 	if (complete.nids > 0)
-		(void) jq_complete_batch(&complete, now, NULL, NULL, &start);
+		(void) jq_complete_batch(&complete, GetCurrentTimestamp(), NULL, NULL,
+								 &start);
+
+	/*
+	 * The claim reads the clock again, as a separate jq_claim would: a
+	 * dependent released by the completion is ready from the moment of its
+	 * release (dependencies.c), after the completion's clock reading.
+	 */
 	if (claim.n > 0)
-		(void) jq_claim_batch(&claim, now, tupstore, tupdesc);
+		(void) jq_claim_batch(&claim, GetCurrentTimestamp(), tupstore, tupdesc);
 	else
 		(void) jq_require_queue(claim.queue_name);
 	jq_spi_finish();
