@@ -388,6 +388,56 @@ SELECT count(*) AS completed FROM ctx,
 SELECT status FROM jobqueue.jobs WHERE id = (SELECT jid FROM ctx);
 
 --------------------------------------------------------------------------
+-- jq_complete_and_claim (the arguments of jq_complete_many and jq_claim
+-- together), on a queue of its own without jobs: a call that succeeds
+-- claims nothing
+--------------------------------------------------------------------------
+SELECT jobqueue.jq_create_queue('hostile_cac');
+SELECT b.label, pg_temp.try(pg_catalog.format(
+		'SELECT count(*) FROM jobqueue.jq_complete_and_claim(%L, ''{}'', ''{}'', 1, ''w'')', b.val)) AS queue_name
+FROM bad_queue_names b ORDER BY b.ord;
+SELECT v.label, pg_temp.try('SELECT count(*) FROM jobqueue.jq_complete_and_claim(' || v.args || ')') AS result
+FROM (VALUES
+		(1, 'NULL ids', $$'hostile_cac', NULL, '{1}', 1, 'w'$$),
+		(2, 'NULL tokens', $$'hostile_cac', '{1}', NULL, 1, 'w'$$),
+		(3, 'both empty', $$'hostile_cac', '{}', '{}', 1, 'w'$$),
+		(4, 'different lengths', $$'hostile_cac', '{1,2}', '{1}', 1, 'w'$$),
+		(5, 'empty and not', $$'hostile_cac', '{}', '{1}', 1, 'w'$$),
+		(6, 'NULL element in ids', $$'hostile_cac', ARRAY[NULL, 1]::bigint[], '{1,1}', 1, 'w'$$),
+		(7, 'NULL element in tokens', $$'hostile_cac', '{1,1}', ARRAY[1, NULL]::bigint[], 1, 'w'$$),
+		(8, 'two dimensions', $$'hostile_cac', '{{1,2},{3,4}}', '{{1,2},{3,4}}', 1, 'w'$$),
+		(9, 'two dimensions, same count', $$'hostile_cac', '{1,2}', '{{1},{2}}', 1, 'w'$$),
+		(10, 'lower bound 5', $$'hostile_cac', '[5:6]={-1,-2}', '{1,2}', 1, 'w'$$),
+		(11, 'extremes', $$'hostile_cac', '{-9223372036854775808,9223372036854775807}', '{9223372036854775807,-9223372036854775808}', 1, 'w'$$),
+		(12, '100,000 unknown ids', $$'hostile_cac', (SELECT pg_catalog.array_agg(-g::bigint) FROM pg_catalog.generate_series(1, 100000) g), pg_catalog.array_fill(1::bigint, ARRAY[100000]), 1000, 'w'$$),
+		(13, 'succeeded job, its old token', $$'hostile_cac', ARRAY[(SELECT jid FROM ctx)], ARRAY[(SELECT tok FROM ctx)], 1, 'w'$$),
+		(14, 'right job, wrong token', $$'hostile_cac', ARRAY[(SELECT jid FROM ctx)], ARRAY[(SELECT tok FROM ctx) - 1], 1, 'w'$$),
+		(15, 'n NULL', $$'hostile_cac', '{}', '{}', NULL, 'w'$$),
+		(16, 'n 0', $$'hostile_cac', '{}', '{}', 0, 'w'$$),
+		(17, 'n int min', $$'hostile_cac', '{}', '{}', -2147483648, 'w'$$),
+		(18, 'n int max', $$'hostile_cac', '{}', '{}', 2147483647, 'w'$$),
+		(19, 'owner NULL', $$'hostile_cac', '{}', '{}', 1, NULL$$),
+		(20, 'owner NULL, n 0', $$'hostile_cac', '{}', '{}', 0, NULL$$),
+		(21, 'owner empty', $$'hostile_cac', '{}', '{}', 1, ''$$),
+		(22, 'owner 1 MB', $$'hostile_cac', '{}', '{}', 1, pg_catalog.repeat('o', 1024 * 1024)$$),
+		(23, 'lease NULL', $$'hostile_cac', '{}', '{}', 1, 'w', NULL$$),
+		(24, 'results NULL', $$'hostile_cac', '{1}', '{1}', 1, 'w', NULL, NULL$$),
+		(25, 'results shorter', $$'hostile_cac', '{1,2}', '{1,1}', 1, 'w', NULL, ARRAY['{}'::jsonb]$$),
+		(26, 'results longer, ids empty', $$'hostile_cac', '{}', '{}', 1, 'w', NULL, ARRAY['{}'::jsonb]$$),
+		(27, 'results 2-D', $$'hostile_cac', '{1,2}', '{1,1}', 1, 'w', NULL, ARRAY[['{}'::jsonb], ['{}'::jsonb]]$$),
+		(28, 'results with NULL', $$'hostile_cac', '{1}', '{1}', 1, 'w', NULL, ARRAY[NULL::jsonb]$$),
+		(29, 'result 2 MB', $$'hostile_cac', '{1}', '{1}', 1, 'w', NULL, ARRAY[pg_catalog.jsonb_build_object('x', pg_catalog.repeat('x', 2 * 1024 * 1024))]$$),
+		(30, 'result 10,000 levels', $$'hostile_cac', '{1}', '{1}', 1, 'w', NULL, ARRAY[(pg_catalog.repeat('[', 10000) || pg_catalog.repeat(']', 10000))::jsonb]$$),
+		(31, 'unknown queue', $$'hostile_none', '{1}', '{1}', 1, 'w'$$),
+		(32, 'unknown queue, n 0', $$'hostile_none', '{1}', '{1}', 0, 'w'$$),
+		(33, 'everything NULL', $$NULL, NULL, NULL, NULL, NULL, NULL, NULL$$))
+	AS v(ord, label, args)
+ORDER BY v.ord;
+SELECT i.label, pg_temp.try(pg_catalog.format(
+		'SELECT count(*) FROM jobqueue.jq_complete_and_claim(''hostile_cac'', ''{}'', ''{}'', 1, ''w'', %L::interval)', i.val)) AS lease
+FROM bad_intervals i ORDER BY i.ord;
+
+--------------------------------------------------------------------------
 -- jq_retry, jq_retry_dead, jq_reap, jq_purge, jq_explain_claim
 --------------------------------------------------------------------------
 SELECT jobqueue.jq_cancel(id) AS cancelled FROM jobqueue.jobs
@@ -452,6 +502,7 @@ SELECT status, attempt_count, lease_token FROM jobqueue.jobs WHERE queue_name = 
 BEGIN READ ONLY;
 SELECT pg_temp.try($$SELECT jobqueue.jq_enqueue('hostile', '{}')$$) AS enqueue;
 SELECT pg_temp.try($$SELECT count(*) FROM jobqueue.jq_claim('hostile', 1, 'w')$$) AS claim;
+SELECT pg_temp.try($$SELECT count(*) FROM jobqueue.jq_complete_and_claim('hostile', '{1}', '{1}', 1, 'w')$$) AS complete_and_claim;
 SELECT pg_temp.try($$SELECT jobqueue.jq_reap()$$) AS reap;
 SELECT pg_temp.try($$SELECT jobqueue.jq_create_queue('hostile_ro')$$) AS create_queue;
 COMMIT;
@@ -663,7 +714,8 @@ WHERE d.classid = 'pg_catalog.pg_proc'::regclass AND d.deptype = 'e'
 	AND p.proname NOT IN ('jq_create_queue', 'jq_alter_queue', 'jq_drop_queue',
 						  'jq_pause_queue', 'jq_resume_queue', 'jq_enqueue',
 						  'jq_enqueue_many', 'jq_claim', 'jq_complete',
-						  'jq_complete_many', 'jq_fail', 'jq_heartbeat',
+						  'jq_complete_many', 'jq_complete_and_claim',
+						  'jq_fail', 'jq_heartbeat',
 						  'jq_release', 'jq_cancel', 'jq_retry', 'jq_retry_dead',
 						  'jq_reap', 'jq_purge', 'jq_explain_claim',
 						  'jq_finished_count', 'jq_counters', 'jq_counters_reset',
@@ -681,5 +733,5 @@ ORDER BY 1;
 -- clean up
 SELECT jobqueue.jq_drop_queue(q, force => true)
 FROM pg_catalog.unnest(ARRAY['hostile', 'hostile_max', 'hostile_min',
-							 'hostile_edge']) AS q;
+							 'hostile_edge', 'hostile_cac']) AS q;
 SELECT count(*) AS leftover_jobs FROM jobqueue.jobs WHERE queue_name LIKE 'hostile%';
