@@ -176,7 +176,10 @@ INSERT INTO fn VALUES
 	(19, 'jq_explain_claim', '{text,integer}', 'queue_name text, n integer DEFAULT 1', 'SETOF text'),
 	(20, 'jq_progress', '{bigint,bigint,jsonb}', 'id bigint, token bigint, progress jsonb', 'boolean'),
 	(21, 'jq_job', '{bigint}', 'id bigint',
-	 'TABLE(id bigint, queue_name text, status jobqueue.job_status, attempt integer, max_attempts integer, priority integer, result jsonb, progress jsonb, last_error_code text, errors jsonb, created_at timestamp with time zone, available_at timestamp with time zone, started_at timestamp with time zone, finished_at timestamp with time zone, waiting_for bigint[])');
+	 'TABLE(id bigint, queue_name text, status jobqueue.job_status, attempt integer, max_attempts integer, priority integer, result jsonb, progress jsonb, last_error_code text, errors jsonb, created_at timestamp with time zone, available_at timestamp with time zone, started_at timestamp with time zone, finished_at timestamp with time zone, waiting_for bigint[])'),
+	(22, 'jq_complete_and_claim', '{text,bigint[],bigint[],integer,text,interval,jsonb[]}',
+	 'queue_name text, ids bigint[], tokens bigint[], n integer, owner text, lease interval DEFAULT NULL::interval, results jsonb[] DEFAULT NULL::jsonb[]',
+	 'TABLE(id bigint, payload jsonb, attempt integer, token bigint, lease_expires_at timestamp with time zone)');
 
 -- the function of each row, by its argument types
 CREATE FUNCTION pg_temp.fn_oid(fname name, argtypes name[]) RETURNS regprocedure
@@ -191,6 +194,8 @@ SELECT is(pg_get_function_result(pg_temp.fn_oid(name, argtypes)), result,
 	format('result of %s', name)) FROM fn ORDER BY ord;
 SELECT function_returns('jobqueue', 'jq_claim', ARRAY['text', 'integer', 'text', 'interval'],
 	'setof record');
+SELECT function_returns('jobqueue', 'jq_complete_and_claim',
+	ARRAY['text', 'bigint[]', 'bigint[]', 'integer', 'text', 'interval', 'jsonb[]'], 'setof record');
 SELECT function_returns('jobqueue', 'jq_fail',
 	ARRAY['bigint', 'bigint', 'text', 'text', 'boolean', 'interval', 'jsonb'], 'jobqueue.job_status');
 SELECT function_lang_is('jobqueue', name, argtypes, 'c') FROM fn ORDER BY ord;
@@ -214,7 +219,15 @@ SELECT is((SELECT count(*)::int FROM pg_depend d
 	  AND ((d.classid = 'pg_proc'::regclass AND d.objid IN (SELECT pg_temp.fn_oid(name, argtypes) FROM fn))
 	    OR (d.classid = 'pg_class'::regclass AND d.objid IN ('jobqueue.jobs'::regclass, 'jobqueue.queues'::regclass))
 	    OR (d.classid = 'pg_type'::regclass AND d.objid = 'jobqueue.job_status'::regtype))),
-	24, 'the 21 functions, 2 tables and the enum belong to the extension');
+	25, 'the 22 functions, 2 tables and the enum belong to the extension');
+-- jq_complete_and_claim (1.3): not for PUBLIC, in the worker's set of rights
+SELECT ok(NOT has_function_privilege('public',
+	'jobqueue.jq_complete_and_claim(text, bigint[], bigint[], integer, text, interval, jsonb[])', 'EXECUTE'),
+	'PUBLIC may not execute jq_complete_and_claim');
+SELECT ok('jobqueue.jq_complete_and_claim(text, bigint[], bigint[], integer, text, interval, jsonb[])'::regprocedure
+	IN (SELECT * FROM jobqueue.jq_role_functions('worker')), 'jq_grant_worker hands out jq_complete_and_claim');
+SELECT ok('jobqueue.jq_complete_and_claim(text, bigint[], bigint[], integer, text, interval, jsonb[])'::regprocedure
+	NOT IN (SELECT * FROM jobqueue.jq_role_functions('producer')), 'jq_grant_producer does not');
 SELECT ok((SELECT 'jobqueue.jobs'::regclass = ANY (extconfig) AND 'jobqueue.queues'::regclass = ANY (extconfig)
 	FROM pg_extension WHERE extname = 'jobqueue'), 'pg_dump keeps the rows of jobs and queues');
 
