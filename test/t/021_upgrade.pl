@@ -218,6 +218,34 @@ foreach my $version (@earlier_versions)
 		"\nt", 'the role helpers work on the updated extension');
 }
 
+# A role given a set of rights before the update keeps it whole: the
+# worker's set gains jq_complete_and_claim (1.3), the producer's does not.
+foreach my $version ('1.1', '1.2')
+{
+	my $v = $version =~ s/\W/_/gr;
+	my $db = "jq_rights_from_$v";
+	$node->safe_psql('postgres', "CREATE DATABASE $db");
+	$node->safe_psql(
+		$db, qq{
+		CREATE EXTENSION jobqueue VERSION '$version';
+		CREATE ROLE jq_old_worker_$v;
+		CREATE ROLE jq_old_producer_$v;
+		SELECT jobqueue.jq_grant_worker('jq_old_worker_$v');
+		SELECT jobqueue.jq_grant_producer('jq_old_producer_$v');
+	});
+	$node->safe_psql($db, 'ALTER EXTENSION jobqueue UPDATE');
+	my $cac = 'jobqueue.jq_complete_and_claim(text, bigint[], bigint[], integer, text, interval, jsonb[])';
+	is( $node->safe_psql($db,
+			"SELECT has_function_privilege('jq_old_worker_$v', '$cac', 'EXECUTE'), "
+			  . "has_function_privilege('jq_old_producer_$v', '$cac', 'EXECUTE'), "
+			  . "has_function_privilege('public', '$cac', 'EXECUTE')"),
+		't|f|f', "a worker role from $version may call jq_complete_and_claim after the update, a producer and PUBLIC may not");
+	$node->safe_psql($db, "SELECT jobqueue.jq_create_queue('r'); SELECT jobqueue.jq_enqueue('r', '{}')");
+	is( $node->safe_psql($db,
+			"SET ROLE jq_old_worker_$v; SELECT count(*) FROM jobqueue.jq_complete_and_claim('r', '{}', '{}', 1, 'w')"),
+		'1', "and it claims with it");
+}
+
 is_deeply(
 	[ split /\n/,
 		$node->safe_psql('postgres',
