@@ -473,7 +473,7 @@ cleanup() {
 
 # Install, start the cluster, run the parts named in $1 (in the order of
 # BENCH_PARTS), write the results, stop.
-BENCH_PARTS="throughput diag naive growth reap bloat churn"
+BENCH_PARTS="throughput roundtrip diag naive growth reap bloat churn"
 bench_main() {
 	local only=" $1 " part t
 	jq_install_packages gnuplot-nox

@@ -126,7 +126,8 @@ rg_run() {
 	local cpu0 cpu1 out tx tps jobs left
 	cpu0=$(server_cpu)
 	out=$(pgb "$BENCH_SYNC_REGRESSION" -c "$c" -j "$c" -T "$BENCH_SECONDS_RG" \
-		-f "$BENCH_DIR/pgbench/$script" -D q=bench -D n="$n" -D owner=bench-worker)
+		-f "$BENCH_DIR/pgbench/$script" -D q=bench -D n="$n" -D owner=bench-worker \
+		-D ids={} -D tokens={})
 	sleep 0.3
 	cpu1=$(server_cpu)
 	tx=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' <<<"$out")
