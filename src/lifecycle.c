@@ -4,15 +4,18 @@
  *	  The hot path: enqueue, claim, complete, fail, heartbeat and release.
  *
  * Each function validates its arguments, runs one prepared statement (see
- * plans.c) and returns.  State changes are single statements, so a job is
- * never seen half-claimed or half-completed, and a claim never waits for a
- * row that another worker has locked (FOR UPDATE SKIP LOCKED).
+ * plans.c) and returns; jq_complete_and_claim runs the statements of
+ * jq_complete_many and of jq_claim, one after the other, through the same
+ * helpers.  State changes are single statements, so a job is never seen
+ * half-claimed or half-completed, and a claim never waits for a row that
+ * another worker has locked (FOR UPDATE SKIP LOCKED).
  *
  * Fencing: every claim increments the job's lease_token.  complete, fail,
  * heartbeat and release match on (id, token, status = running, lease not
  * expired); a worker whose lease expired, was reaped, cancelled or claimed
  * by someone else matches nothing, changes nothing, and is told so by the
- * return value (false / NULL).
+ * return value (false / NULL, an id left out; jq_complete_and_claim only
+ * counts its fenced pairs).
  *
  * Memory: results are copied out of SPI memory (SPI_datumTransfer or a
  * tuplestore in per-query memory) before SPI_finish releases it.
