@@ -153,6 +153,13 @@ part_roundtrip() {
 			done
 		done
 	done
+	# What one round trip costs here: pgbench's SELECT 1 at 1 client
+	local round out
+	for round in $(seq 1 "$BENCH_ROUNDS"); do
+		out=$(pgb off -c 1 -j 1 -T "$BENCH_SECONDS" -f "$BENCH_DIR/pgbench/select1.sql")
+		r "INSERT INTO roundtrip_runs VALUES ('off', 0, 1, 'select1', $round, 0, $BENCH_SECONDS,
+			$(pgb_tps "$out"), 0, 0, '$(cut -d' ' -f1 /proc/loadavg)')" >/dev/null
+	done
 	if [ "$BENCH_RT_STATEMENTS" = 1 ]; then
 		for n in $BENCH_RT_BATCHES; do
 			rt_config off "$n" 1 stmt1 stmt2
@@ -163,7 +170,7 @@ part_roundtrip() {
 	bench_psql -d benchres -c "\\copy (SELECT sync_commit, batch, clients, impl, round, jobs,
 			round(seconds::numeric, 3) AS seconds, round(jobs_per_s::numeric) AS jobs_per_s,
 			round((server_cpu_s * 1e6 / jobs)::numeric, 1) AS server_cpu_us_per_job, turns, load1
-		FROM roundtrip_runs ORDER BY sync_commit DESC, batch, clients, round, impl) TO STDOUT WITH (FORMAT csv, HEADER)" \
+		FROM roundtrip_runs WHERE impl <> 'select1' ORDER BY sync_commit DESC, batch, clients, round, impl) TO STDOUT WITH (FORMAT csv, HEADER)" \
 		>"$RES/roundtrip.csv"
 	{
 		echo "jobqueue $(git -C "$JQ_ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs"
@@ -198,6 +205,11 @@ part_roundtrip() {
 				|| ': cac/hand ' || to_char(min(vs_hand), 'FM0.00') || ' / ' || to_char(percentile_cont(0.5) WITHIN GROUP (ORDER BY vs_hand), 'FM0.00') || ' / ' || to_char(max(vs_hand), 'FM0.00')
 				|| ', cac/ext ' || to_char(min(vs_ext), 'FM0.00') || ' / ' || to_char(percentile_cont(0.5) WITHIN GROUP (ORDER BY vs_ext), 'FM0.00') || ' / ' || to_char(max(vs_ext), 'FM0.00')
 			  FROM p GROUP BY sync_commit, batch, clients ORDER BY sync_commit DESC, batch, clients"
+		echo
+		echo "one round trip (SELECT 1, 1 client, median):"
+		r "SELECT round(percentile_cont(0.5) WITHIN GROUP (ORDER BY jobs_per_s)) || ' round trips/s = '
+				|| round((1e6 / percentile_cont(0.5) WITHIN GROUP (ORDER BY jobs_per_s))::numeric, 1) || ' us each'
+			  FROM roundtrip_runs WHERE impl = 'select1' HAVING count(*) > 0"
 		echo
 		echo "one statement or two in one server call (hand-written, 1 client, synchronous_commit off):"
 		r "WITH m AS (SELECT batch, impl, count(*) AS runs,
