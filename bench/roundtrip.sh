@@ -183,7 +183,7 @@ part_roundtrip() {
 		r "WITH m AS (SELECT sync_commit, batch, clients, impl, count(*) AS runs,
 				percentile_cont(0.5) WITHIN GROUP (ORDER BY jobs_per_s) AS jps,
 				percentile_cont(0.5) WITHIN GROUP (ORDER BY server_cpu_s * 1e6 / jobs) AS cpu
-			  FROM roundtrip_runs GROUP BY 1, 2, 3, 4)
+			  FROM roundtrip_runs WHERE jobs > 0 GROUP BY 1, 2, 3, 4)
 			SELECT 'sync ' || rpad(c.sync_commit, 3) || ' batch ' || lpad(c.batch::text, 3) || ' clients ' || c.clients
 				|| ': cac ' || lpad(round(c.jps)::text, 6) || ', ext ' || lpad(round(e.jps)::text, 6)
 				|| ', hand ' || lpad(round(h.jps)::text, 6)
