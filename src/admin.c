@@ -313,6 +313,8 @@ jq_set_paused(FunctionCallInfo fcinfo, bool paused)
 	if (SPI_processed == 0)
 		jq_raise_unknown_queue(queue_name);
 	notify = jq_result_bool(0, 1);
+	/* claims read paused from their cache of queue settings */
+	jq_queues_changed();
 	jq_spi_finish();
 	return notify;
 }
@@ -454,10 +456,14 @@ jq_explain_claim(PG_FUNCTION_ARGS)
 
 	/* prepared statements outlive transactions: drop a leftover first */
 	DropPreparedStatement("jobqueue_explain_claim", false);
-	/* the statement of the queue's policy; the group claim's $6 is text */
+	/*
+	 * the statement of the queue's policy: the plain claim's $4 is the lease's
+	 * end, the others' the lease; the group claim's $6 is text
+	 */
 	plan = jq_claim_plan_of(queue_name);
 	jq_execute_once("prepare explain", psprintf("PREPARE jobqueue_explain_claim"
-							 "(text, int4, text, interval, timestamptz%s) AS %s",
+							 "(text, int4, text, %s, timestamptz%s) AS %s",
+							 plan == JQ_PLAN_CLAIM_PLAIN ? "timestamptz" : "interval",
 							 plan == JQ_PLAN_CLAIM_GROUPS ? ", text" : "",
 							 jq_plan_sql(plan)),
 					0, NULL, NULL, NULL, SPI_OK_UTILITY);

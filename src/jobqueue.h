@@ -98,6 +98,7 @@ typedef enum JqPlanId
 	JQ_PLAN_ENQUEUE_MANY_GROUPED,
 	JQ_PLAN_CLAIM_PLAIN,
 	JQ_PLAN_QUEUE_POLICY,
+	JQ_PLAN_QUEUE_SETTINGS,
 	JQ_PLAN_CLAIM_AGED,
 	JQ_PLAN_CLAIM_GROUPS,
 	JQ_PLAN_GROUP_COUNT,
@@ -212,6 +213,18 @@ extern void jq_ordering_set_policy(FunctionCallInfo fcinfo, int argno,
 								   const char *queue_name, bool alter);
 
 /* The per-backend cache of queue settings (queuecache.c) */
+typedef struct JqQueueSettings
+{
+	char		queue_name[JQ_QUEUE_NAME_MAXLEN + 1];	/* hash key */
+	bool		exists;			/* false: no such queue (also cached) */
+	bool		paused;
+	bool		group_policy;	/* group_concurrency, group_ordered or round_robin */
+	bool		aged;			/* priority_aging */
+	Interval	lease_duration;
+	Interval	max_runtime;
+} JqQueueSettings;
+
+extern const JqQueueSettings *jq_queue_settings(const char *queue_name);
 extern void jq_queues_changed(void);
 extern void jq_queues_changed_elsewhere(void);
 extern Datum jq_notify_finished_queues(void);

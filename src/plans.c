@@ -109,16 +109,22 @@
 	"j.queue_name = ANY (" QUEUES ")"
 
 /*
- * pending -> running (claim): lease the jobs IDS (a subquery) of queue $1 to
- * owner $3 for lease $4 (NULL: the queue's) from now $5, never past
- * max_runtime; every claim adds 1 to the token.  CTE q holds the queue's
+ * pending -> running (claim): lease to owner $3 from now $5 until EXPIRES;
+ * every claim adds 1 to the token.
+ */
+#define JQ_LEASE_SET_SQL(EXPIRES) \
+	"status = 'running', attempt_count = j.attempt_count + 1, " \
+	"lease_owner = $3, lease_token = j.lease_token + 1, started_at = $5, " \
+	"lease_expires_at = " EXPIRES
+
+/*
+ * The claim's lease of the jobs IDS (a subquery) of queue $1 for lease $4
+ * (NULL: the queue's), never past max_runtime.  CTE q holds the queue's
  * lease_duration and max_runtime.  RETURNING is the caller's.
  */
 #define JQ_LEASE_SQL(IDS) \
-	"UPDATE jobqueue.jobs j SET status = 'running', " \
-	"  attempt_count = j.attempt_count + 1, lease_owner = $3, " \
-	"  lease_token = j.lease_token + 1, started_at = $5, " \
-	"  lease_expires_at = $5 + LEAST(COALESCE($4, q.lease_duration), q.max_runtime) " \
+	"UPDATE jobqueue.jobs j SET " \
+	JQ_LEASE_SET_SQL("$5 + LEAST(COALESCE($4, q.lease_duration), q.max_runtime)") " " \
 	"FROM q WHERE j.queue_name = $1 AND j.id = ANY (ARRAY(" IDS "))"
 
 /* running -> succeeded (complete), storing RESULT */
@@ -844,35 +850,43 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		6, {TEXTOID, JSONBARRAYOID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTARRAYOID},
 		.name = "enqueue many grouped"
 	},	/*
-	 * JQ_PLAN_CLAIM_PLAIN: $1 queue, $2 n, $3 owner, $4 lease, $5 now.
+	 * JQ_PLAN_CLAIM_PLAIN: $1 queue, $2 n, $3 owner, $4 lease expiry, $5 now.
 	 *
-	 * One statement: pick the ready jobs in claim order from the partial
-	 * index, lock them skipping those another transaction holds, and lease
-	 * them.  A paused or missing queue stops the scan before it starts (the
-	 * EXISTS is a one-time filter).  The lease never runs past max_runtime.
-	 * JQ_PLAN_CLAIM with one more condition: a queue with an ordering
-	 * policy is left to JQ_PLAN_CLAIM_AGED and JQ_PLAN_CLAIM_GROUPS, here it
-	 * claims nothing.  The claim of a queue without a policy; JQ_PLAN_CLAIM
-	 * serves a schema from before 1.2 (new library, ALTER EXTENSION UPDATE
-	 * not yet run).
+	 * The claim of a queue without an ordering policy, one statement: pick
+	 * the ready jobs in claim order from the partial index, lock them
+	 * skipping those another transaction holds, and lease them.  What the
+	 * queue's row decides (it exists, it is not paused, it has no policy,
+	 * the lease's end) comes from the backend's cache of queue settings
+	 * (queuecache.c), so the statement reads jobs only; the lease's end is
+	 * computed once, in C.  The primary key probe (= ANY) returns the jobs
+	 * in id order: jq_claim_execute puts them in claim order.
 	 */
 	[JQ_PLAN_CLAIM_PLAIN] = {
-		"WITH q AS (SELECT q.lease_duration, q.max_runtime FROM jobqueue.queues q "
-		"           WHERE q.queue_name = $1 AND NOT q.paused "
-		"             AND NOT " JQ_GROUP_POLICY_SQL " AND q.priority_aging IS NULL), "
-		"c AS (SELECT j.id FROM jobqueue.jobs j "
-		"      WHERE j.queue_name = $1 AND j.status = 'pending' "
-		"        AND j.available_at <= $5 AND EXISTS (SELECT FROM q) "
-		"      ORDER BY j.priority DESC, j.available_at, j.id "
-		"      LIMIT $2 FOR UPDATE OF j SKIP LOCKED), "
-		"u AS (" JQ_LEASE_SQL("SELECT c.id FROM c") " "
-		"      RETURNING j.id, j.payload, j.attempt_count, j.lease_token, "
-		"                j.lease_expires_at, j.priority, j.available_at) "
-		"SELECT u.id, u.payload, u.attempt_count, u.lease_token, u.lease_expires_at "
-		"FROM u ORDER BY u.priority DESC, u.available_at, u.id",
-		5, {TEXTOID, INT4OID, TEXTOID, INTERVALOID, TIMESTAMPTZOID},
+		"WITH c AS (SELECT j.id FROM jobqueue.jobs j "
+		"           WHERE j.queue_name = $1 AND j.status = 'pending' "
+		"             AND j.available_at <= $5 "
+		"           ORDER BY j.priority DESC, j.available_at, j.id "
+		"           LIMIT $2 FOR UPDATE OF j SKIP LOCKED) "
+		"UPDATE jobqueue.jobs j SET " JQ_LEASE_SET_SQL("$4") " "
+		"WHERE j.queue_name = $1 AND j.id = ANY (ARRAY(SELECT c.id FROM c)) "
+		"RETURNING j.id, j.payload, j.attempt_count, j.lease_token, "
+		"          j.lease_expires_at, j.priority, j.available_at",
+		5, {TEXTOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID},
 		.name = "claim plain"
-	},	/*
+	},
+	/*
+	 * JQ_PLAN_QUEUE_SETTINGS: $1 queue.  What a claim needs of the queue's
+	 * row (queuecache.c): paused, lease_duration, max_runtime, a group
+	 * policy, priority aging.
+	 */
+	[JQ_PLAN_QUEUE_SETTINGS] = {
+		"SELECT q.paused, q.lease_duration, q.max_runtime, "
+		JQ_GROUP_POLICY_SQL ", q.priority_aging IS NOT NULL "
+		"FROM jobqueue.queues q WHERE q.queue_name = $1",
+		1, {TEXTOID},
+		.name = "queue settings", .read_only = true
+	},
+	/*
 	 * JQ_PLAN_QUEUE_POLICY: $1 queue.  Which claim statement the queue
 	 * needs: a group policy, priority aging.
 	 */
