@@ -503,7 +503,8 @@ declare -A BENCH_PART_FILES=(
 	[reap]="reap.csv"
 	[bloat]="bloat.csv"
 	[churn]="churn.csv churn.png churn_settings.txt"
-	[peers]="peers.csv peers.txt peers_wal.csv peers.png"
+	[peers]="$([ "${BENCH_PEERS_SEARCH:-0}" = 1 ] && echo "peers_search.csv peers_search.txt" ||
+		echo "peers.csv peers.txt peers_wal.csv peers.png")"
 )
 # The files that describe a whole run (environment.txt, loadavg.csv,
 # summary.md): a run of every part writes them under these names, a run of

@@ -29,17 +29,24 @@
 # jobs (20,000), autovacuum off on the two tables during these runs.
 #
 # BENCH_PEERS_SEARCH=1: instead, the settings search: each peer's grid on
-# PEERS_SEARCH_JOBS (20,000) jobs, one run each (a run stops after
-# PEERS_SEARCH_LIMIT seconds, 60, and counts what was done), and the best.
+# PEERS_SEARCH_JOBS (50,000) jobs, PEERS_SEARCH_ROUNDS runs each (3; the
+# settings with batches of 100 of pg-boss once: a run stops after
+# PEERS_SEARCH_LIMIT seconds, 30, and counts what was done), the medians
+# and the best.
 #
-# Results: $RES/peers.csv (every run), $RES/peers.txt (summary), peers.png;
-# the search: $RES/peers_search.csv and peers_search.txt.
+# Last, unless BENCH_PEERS_PERF=0: a perf profile of the server backends
+# during one more drain of jobqueue and of the minimal table
+# (PEERS_PERF_JOBS jobs, 3 x PEERS_JOBS), the top symbols.
+#
+# Results: $RES/peers.csv (every run), $RES/peers.txt (summary), peers.png,
+# peers_wal.csv, peers_perf.txt; the search: $RES/peers_search.csv and
+# peers_search.txt.
 # Quick mode (BENCH_QUICK=1): 10,000 jobs, one round.
 [ -n "${BENCH_LIB:-}" ] || source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 if [ "${BENCH_QUICK:-0}" = 1 ]; then
 	: "${PEERS_JOBS:=10000}" "${PEERS_ROUNDS:=1}" "${PEERS_WAL_JOBS:=5000}"
-	: "${PEERS_SEARCH_JOBS:=5000}"
+	: "${PEERS_SEARCH_JOBS:=5000}" "${PEERS_SEARCH_ROUNDS:=1}"
 fi
 PEERS_JOBS=${PEERS_JOBS:-100000}
 PEERS_ROUNDS=${PEERS_ROUNDS:-3}
@@ -49,9 +56,17 @@ PEERS_PGBOSS=${PEERS_PGBOSS:-workers=2 batch=5000 poll=0.5}
 PEERS_GRAPHILE=${PEERS_GRAPHILE:-concurrency=16 local=500 delay=0}
 PEERS_JQNODE=${PEERS_JQNODE:-concurrency=8 batch=100}
 PEERS_WAL_JOBS=${PEERS_WAL_JOBS:-20000}
-PEERS_SEARCH_JOBS=${PEERS_SEARCH_JOBS:-20000}
-PEERS_SEARCH_LIMIT=${PEERS_SEARCH_LIMIT:-60}
+PEERS_SEARCH_JOBS=${PEERS_SEARCH_JOBS:-50000}
+PEERS_SEARCH_LIMIT=${PEERS_SEARCH_LIMIT:-30}
+PEERS_SEARCH_ROUNDS=${PEERS_SEARCH_ROUNDS:-3}
+PEERS_PERF_JOBS=${PEERS_PERF_JOBS:-$((PEERS_JOBS * 3))}
 PEERS_DIR=$BENCH_DIR/peers
+# every run goes there; the search has files of its own
+if [ "${BENCH_PEERS_SEARCH:-0}" = 1 ]; then
+	PEERS_CSV=$RES/peers_search.csv
+else
+	PEERS_CSV=$RES/peers.csv
+fi
 
 # psql on the peers database
 pq() { DB=peers q "$1"; }
@@ -73,11 +88,11 @@ ppgb() {
 
 peers_setup() {
 	log "peers: database peers (synchronous_commit = off), minimal table, pg-boss and graphile-worker schemas"
-	DB=postgres q "DROP DATABASE IF EXISTS peers" >/dev/null
+	DB=postgres qm "SET client_min_messages = warning" "DROP DATABASE IF EXISTS peers" >/dev/null
 	DB=postgres q "CREATE DATABASE peers" >/dev/null
 	DB=postgres q "ALTER DATABASE peers SET synchronous_commit = off" >/dev/null
 	pqm "CREATE EXTENSION jobqueue" "SELECT jobqueue.jq_create_queue('peers')" >/dev/null
-	bench_psql -v ON_ERROR_STOP=1 -d peers -f - <"$PEERS_DIR/minimal.sql" >/dev/null
+	bench_psql -v ON_ERROR_STOP=1 -d peers -c "SET client_min_messages = warning" -f - <"$PEERS_DIR/minimal.sql" >/dev/null
 	if [ ! -d "$PEERS_DIR/node_modules" ]; then
 		log "npm ci in $PEERS_DIR"
 		(cd "$PEERS_DIR" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
@@ -92,7 +107,7 @@ peers_setup() {
 		PEERS_NOTES+="cac skipped: jobqueue.jq_complete_and_claim(text, bigint[], bigint[], int, text, ...) is not in the installed build"$'\n'
 	fi
 	echo "contender,round,order,jobs,seconds,jobs_per_s,server_cpu_us_per_job,client_cpu_us_per_job,wal_bytes_per_job,load1,settings" \
-		>"$RES/peers.csv"
+		>"$PEERS_CSV"
 }
 
 # A driver of bench/peers/drive.js: drive system command [queue n options...]
@@ -162,7 +177,7 @@ peers_check() {
 }
 
 # One drain: peers_drain contender round order n [options]; appends a line
-# to peers.csv (or to $PEERS_CSV) and prints it.
+# to $PEERS_CSV and prints it.
 peers_drain() {
 	local who=$1 round=$2 order=$3 n=$4 opts=${5:-} secs done=$4 json
 	local lsn0 lsn1 cpu0 cpu1 ccpu0 ccpu1
@@ -192,7 +207,7 @@ peers_drain() {
 		-v wal="$(pq "SELECT pg_wal_lsn_diff('$lsn1', '$lsn0')")" \
 		-v l="$(cut -d' ' -f1 /proc/loadavg)" -v opt="$opts" \
 		'BEGIN { printf "%s,%s,%s,%d,%.3f,%.0f,%.1f,%.1f,%.0f,%s,%s\n", w, r, o, n, s, n / s,
-			c * 1e6 / n, cc * 1e6 / n, wal / n, l, opt }' | tee -a "${PEERS_CSV:-$RES/peers.csv}" |
+			c * 1e6 / n, cc * 1e6 / n, wal / n, l, opt }' | tee -a "$PEERS_CSV" |
 		awk -F, '{ printf "  %-8s round %s: %7s jobs/s (%s jobs in %s s), server %s / client %s us CPU per job, %s WAL B/job, load %s %s\n",
 			$1, $2, $6, $4, $5, $7, $8, $9, $10, $11 }'
 }
@@ -316,43 +331,93 @@ peers_summary() {
 }
 
 peers_search() {
-	local n=$PEERS_SEARCH_JOBS w b c l
-	log "peers: settings search on $n jobs (a run stops after ${PEERS_SEARCH_LIMIT}s)"
-	PEERS_CSV=$RES/peers_search.csv
-	head -n 1 "$RES/peers.csv" >"$PEERS_CSV"
-	rm -f "$RES/peers.csv"
-	for w in 1 2 4; do
-		for b in 100 1000 5000; do
-			peers_drain pgboss 1 0 "$n" "workers=$w batch=$b poll=0.5 limit=$PEERS_SEARCH_LIMIT"
+	local n=$PEERS_SEARCH_JOBS w b c l round
+	log "peers: settings search on $n jobs, $PEERS_SEARCH_ROUNDS rounds (a run stops after ${PEERS_SEARCH_LIMIT}s)"
+	for round in $(seq 1 "$PEERS_SEARCH_ROUNDS"); do
+		for w in 1 2 4; do
+			for b in 100 1000 5000; do
+				# the slow settings once: 30 s tell their rate
+				[ "$round" = 1 ] || [ "$b" != 100 ] || continue
+				peers_drain pgboss "$round" 0 "$n" "workers=$w batch=$b poll=0.5 limit=$PEERS_SEARCH_LIMIT"
+			done
 		done
-	done
-	for c in 8 16 32; do
-		for l in 100 500; do
-			peers_drain graphile 1 0 "$n" "concurrency=$c local=$l delay=0 limit=$PEERS_SEARCH_LIMIT"
+		for c in 8 16 32; do
+			for l in 100 500; do
+				peers_drain graphile "$round" 0 "$n" "concurrency=$c local=$l delay=0 limit=$PEERS_SEARCH_LIMIT"
+			done
 		done
 	done
 	{
-		echo "jobqueue peer benchmark, settings search, $(date -u '+%Y-%m-%d %H:%M UTC'); $n jobs per run, one run each"
+		echo "jobqueue peer benchmark, settings search, $(date -u '+%Y-%m-%d %H:%M UTC'); $n jobs per run"
 		echo "load average (1, 5, 15 min) at the start: $PEERS_LOAD0, at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 		echo
-		echo "jobs/s  system    settings"
-		awk -F, 'NR > 1 { printf "%6s  %-8s  %s\n", $6, $1, $11 }' "$PEERS_CSV" | sort -k2,2 -k1,1nr
-		echo
-		for w in pgboss graphile; do
-			echo "best $w: $(awk -F, -v w=$w 'NR > 1 && $1 == w && $6 + 0 > b { b = $6 + 0; s = $11 } END { print s " (" b " jobs/s)" }' "$PEERS_CSV")"
-		done
+		printf '%8s  %-22s  %-8s  %s\n' median "(runs)" system settings
+		awk -F, 'NR > 1 { k = $1 "," $11; v[k] = v[k] " " $6 }
+			END {
+				for (k in v) {
+					n = split(v[k], a, " ")
+					for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+					m = n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+					split(k, p, ",")
+					printf "%s|%.0f|%s|%s\n", p[1], m, substr(v[k], 2), p[2]
+				}
+			}' "$PEERS_CSV" | sort -t'|' -k1,1 -k2,2nr | awk -F'|' '{ printf "%8s  %-22s  %-8s  %s\n", $2, "(" $3 ")", $1, $4 }
+				$1 != last { best[$1] = $4 " (" $2 " jobs/s)"; order[++k] = $1; last = $1 }
+				END { print ""; for (i = 1; i <= k; i++) print "best " order[i] ": " best[order[i]] }'
 	} | tee "$RES/peers_search.txt"
+}
+
+# Where the server's time goes in a drain of jobqueue (ext) and of the
+# minimal table (hand): perf record -g of the 8 backends, at 999 Hz, through
+# a drain of PEERS_PERF_JOBS jobs; the top symbols, self time, into
+# peers_perf.txt.
+peers_perf() {
+	local who n=$PEERS_PERF_JOBS pids pgpid perfpid i
+	command -v perf >/dev/null || { echo "perf is not installed: no profile" >&2; return 0; }
+	: >"$RES/peers_perf.txt"
+	for who in ext hand; do
+		log "peers: perf profile of the $who drain, $n jobs"
+		peers_enqueue "$who" "$n"
+		ppgb -c "$PEERS_CLIENTS" -j "$PEERS_CLIENTS" -t 10000000 -f "$BENCH_DIR/pgbench/peers_${who}_drain.sql" \
+			-D q=peers -D owner=peers-bench >/dev/null &
+		pgpid=$!
+		for ((i = 0; i < 200; i++)); do
+			pids=$(pq "SELECT string_agg(pid::text, ',') FROM pg_stat_activity
+				WHERE datname = 'peers' AND application_name = 'pgbench' HAVING count(*) = $PEERS_CLIENTS")
+			[ -z "$pids" ] || break
+			sleep 0.02
+		done
+		perf record -q -g -F 999 -p "$pids" -o "$WORK/tmp/perf.data" >/dev/null 2>&1 &
+		perfpid=$!
+		wait "$pgpid" || true
+		kill -INT "$perfpid" 2>/dev/null || true
+		wait "$perfpid" || true
+		{
+			echo "== $who: $(pq "SELECT count(*) FROM $([ $who = ext ] && echo jobqueue.jobs || echo peers_hand.jobs)
+				WHERE status = 'succeeded'") jobs; perf record -g -F 999 of its $PEERS_CLIENTS backends; self time by symbol"
+			# (awk, not head: perf must not die of SIGPIPE)
+			perf report -i "$WORK/tmp/perf.data" --no-children --sort dso,symbol --stdio 2>/dev/null |
+				awk '/^ +[0-9.]+%/ && ++n <= 30 { sub(/[ -]+$/, ""); print }'
+			echo
+			echo "== $who: by shared object"
+			perf report -i "$WORK/tmp/perf.data" --no-children --sort dso --stdio 2>/dev/null |
+				awk '/^ +[0-9.]+%/ && ++n <= 8 { sub(/[ -]+$/, ""); print }'
+			echo
+		} >>"$RES/peers_perf.txt"
+		rm -f "$WORK/tmp/perf.data"
+	done
+	cat "$RES/peers_perf.txt"
 }
 
 part_peers() {
 	local round i k who list
 	PEERS_LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
-	log "peers: drain $PEERS_JOBS jobs, $PEERS_ROUNDS rounds; load $PEERS_LOAD0"
 	peers_setup
 	if [ "${BENCH_PEERS_SEARCH:-0}" = 1 ]; then
 		peers_search
 		return
 	fi
+	log "peers: drain $PEERS_JOBS jobs, $PEERS_ROUNDS rounds; load $PEERS_LOAD0"
 	list=()
 	for who in $PEERS_CONTENDERS; do
 		[ "$who" = cac ] && [ "$PEERS_HAVE_CAC" != 1 ] && continue
@@ -366,12 +431,13 @@ part_peers() {
 		done
 	done
 	peers_wal
+	[ "${BENCH_PEERS_PERF:-1}" = 0 ] || peers_perf
 	peers_summary | tee "$RES/peers.txt"
 }
 
 # Data of peers.png (bench/plots.gp): one line per contender, median min max.
 peers_plot_data() {
-	[ -s "$RES/peers.csv" ] || return 0
+	[ "${BENCH_PEERS_SEARCH:-0}" != 1 ] && [ -s "$RES/peers.csv" ] || return 0
 	peers_stats | awk '{ o["ext"] = 1; o["cac"] = 2; o["hand"] = 3; o["pgboss"] = 4; o["graphile"] = 5; o["jqnode"] = 6
 			n["ext"] = "jobqueue (claim+complete_many)"; n["cac"] = "jobqueue (complete_and_claim)"
 			n["hand"] = "hand-written, minimal table"; n["pgboss"] = "pg-boss"; n["graphile"] = "graphile-worker"

@@ -90,7 +90,12 @@ const pgboss = {
     const boss = this.make();
     boss.on('error', (e) => console.error(e));
     await boss.start();
-    if (await boss.getQueue(queue)) await boss.deleteQueue(queue);
+    // a fresh queue (its own partition of pgboss.job); its jobs first: a
+    // queue that still has jobs cannot be deleted
+    if (await boss.getQueue(queue)) {
+      await boss.getDb().executeSql('DELETE FROM pgboss.job WHERE name = $1', [queue]);
+      await boss.deleteQueue(queue);
+    }
     await boss.createQueue(queue);
     for (const size of chunks(n, 1000)) {
       await boss.insert(Array.from({ length: size }, () => ({ name: queue, data: PAYLOAD })));
