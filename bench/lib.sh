@@ -504,7 +504,7 @@ declare -A BENCH_PART_FILES=(
 	[bloat]="bloat.csv"
 	[churn]="churn.csv churn.png churn_settings.txt"
 	[peers]="$([ "${BENCH_PEERS_SEARCH:-0}" = 1 ] && echo "peers_search.csv peers_search.txt" ||
-		echo "peers.csv peers.txt peers_wal.csv peers.png")"
+		echo "peers.csv peers.txt peers_wal.csv peers.png peers_statements.txt peers_perf.txt")"
 )
 # The files that describe a whole run (environment.txt, loadavg.csv,
 # summary.md): a run of every part writes them under these names, a run of

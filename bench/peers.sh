@@ -34,12 +34,14 @@
 # PEERS_SEARCH_LIMIT seconds, 30, and counts what was done), the medians
 # and the best.
 #
-# Last, unless BENCH_PEERS_PERF=0: a perf profile of the server backends
-# during one more drain of jobqueue and of the minimal table
-# (PEERS_PERF_JOBS jobs, 3 x PEERS_JOBS), the top symbols.
+# Last, unless BENCH_PEERS_DIAG=0, where the server's time goes in the
+# drains of jobqueue and of the minimal table: pg_stat_statements of one
+# more drain each (nested statements tracked), and a perf profile of the
+# server backends during another (PEERS_PERF_JOBS jobs, 3 x PEERS_JOBS),
+# the top symbols.
 #
 # Results: $RES/peers.csv (every run), $RES/peers.txt (summary), peers.png,
-# peers_wal.csv, peers_perf.txt; the search: $RES/peers_search.csv and
+# peers_wal.csv, peers_statements.txt, peers_perf.txt; the search: $RES/peers_search.csv and
 # peers_search.txt.
 # Quick mode (BENCH_QUICK=1): 10,000 jobs, one round.
 [ -n "${BENCH_LIB:-}" ] || source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -387,6 +389,12 @@ peers_perf() {
 			[ -z "$pids" ] || break
 			sleep 0.02
 		done
+		if [ -z "$pids" ]; then
+			wait "$pgpid" || true
+			echo "== $who: the drain ended before its backends were found: no profile (raise PEERS_PERF_JOBS)" \
+				>>"$RES/peers_perf.txt"
+			continue
+		fi
 		perf record -q -g -F 999 -p "$pids" -o "$WORK/tmp/perf.data" >/dev/null 2>&1 &
 		perfpid=$!
 		wait "$pgpid" || true
@@ -397,16 +405,51 @@ peers_perf() {
 				WHERE status = 'succeeded'") jobs; perf record -g -F 999 of its $PEERS_CLIENTS backends; self time by symbol"
 			# (awk, not head: perf must not die of SIGPIPE)
 			perf report -i "$WORK/tmp/perf.data" --no-children --sort dso,symbol --stdio 2>/dev/null |
-				awk '/^ +[0-9.]+%/ && ++n <= 30 { sub(/[ -]+$/, ""); print }'
+				awk '/^ +[0-9.]+%/ && ++n <= 30 { sub(/[ -]+$/, ""); print }' || true
 			echo
 			echo "== $who: by shared object"
 			perf report -i "$WORK/tmp/perf.data" --no-children --sort dso --stdio 2>/dev/null |
-				awk '/^ +[0-9.]+%/ && ++n <= 8 { sub(/[ -]+$/, ""); print }'
+				awk '/^ +[0-9.]+%/ && ++n <= 8 { sub(/[ -]+$/, ""); print }' || true
 			echo
 		} >>"$RES/peers_perf.txt"
 		rm -f "$WORK/tmp/perf.data"
 	done
 	cat "$RES/peers_perf.txt"
+}
+
+# Where the time of each statement goes: pg_stat_statements (loaded by
+# lib.sh, tracking off) with nested statements tracked, for a drain of
+# PEERS_JOBS jobs by one client, jobqueue (ext) and the minimal table (hand);
+# execution time per job and calls of the top statements, into
+# peers_statements.txt.  Tracking costs time itself: these drains are not
+# counted anywhere else.
+peers_statements() {
+	local who n=$PEERS_JOBS
+	[ "$(pq "SELECT count(*) FROM pg_extension WHERE extname = 'pg_stat_statements'")" = 1 ] ||
+		pq "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" >/dev/null 2>&1 || return 0
+	: >"$RES/peers_statements.txt"
+	for who in ext hand; do
+		log "peers: pg_stat_statements of the $who drain, $n jobs"
+		peers_enqueue "$who" "$n"
+		DB=postgres q "ALTER DATABASE peers SET pg_stat_statements.track = 'all'" >/dev/null
+		pq "SELECT pg_stat_statements_reset()" >/dev/null
+		# one client: the times are the statements' own, not waits for a CPU
+		PEERS_CLIENTS=1 peers_pgbench "peers_${who}_drain.sql" >/dev/null
+		{
+			echo "== $who: $n jobs drained by 1 client; execution time per job (us), top-level and nested statements"
+			pq "SELECT to_char(total_exec_time * 1000 / $n, '9990.00') || ' us/job  ' ||
+					lpad(calls::text, 7) || ' calls  ' || lpad(rows::text, 7) || ' rows  ' ||
+					CASE WHEN toplevel THEN 'top    ' ELSE 'nested ' END ||
+					left(regexp_replace(query, '\s+', ' ', 'g'), 110)
+				  FROM pg_stat_statements
+				 WHERE dbid = (SELECT oid FROM pg_database WHERE datname = 'peers')
+				   AND query !~* 'pg_stat_statements_reset'
+				 ORDER BY total_exec_time DESC LIMIT 8"
+			echo
+		} >>"$RES/peers_statements.txt"
+		DB=postgres q "ALTER DATABASE peers RESET pg_stat_statements.track" >/dev/null
+	done
+	cat "$RES/peers_statements.txt"
 }
 
 part_peers() {
@@ -431,7 +474,10 @@ part_peers() {
 		done
 	done
 	peers_wal
-	[ "${BENCH_PEERS_PERF:-1}" = 0 ] || peers_perf
+	if [ "${BENCH_PEERS_DIAG:-1}" = 1 ]; then
+		peers_statements
+		peers_perf
+	fi
 	peers_summary | tee "$RES/peers.txt"
 }
 
