@@ -492,7 +492,7 @@ cleanup() {
 
 # Install, start the cluster, run the parts named in $1 (in the order of
 # BENCH_PARTS), write the results, stop.
-BENCH_PARTS="throughput diag naive growth reap bloat churn peers"
+BENCH_PARTS="throughput diag naive growth reap bloat peers churn"
 # The files in $RES each part writes; a run replaces those of its parts
 # only.
 declare -A BENCH_PART_FILES=(

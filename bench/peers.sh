@@ -15,7 +15,7 @@
 #   hand      hand-written SQL on a minimal table (bench/peers/minimal.sql):
 #             8 clients, one SKIP LOCKED claim of 100, one UPDATE completing
 #             them by id (peers_hand_drain.sql)
-#   pgboss    pg-boss 10.4.2, PEERS_PGBOSS (workers=2 batch=5000 poll=0.5)
+#   pgboss    pg-boss 10.4.2, PEERS_PGBOSS (workers=4 batch=5000 poll=0.5)
 #   graphile  graphile-worker 0.17.3, PEERS_GRAPHILE (concurrency=16
 #             local=500 delay=0: localQueue size, completeJobBatchDelay)
 #   jqnode    jobqueue's Node.js client (clients/node): concurrency 8, batch 100
@@ -54,7 +54,7 @@ PEERS_JOBS=${PEERS_JOBS:-100000}
 PEERS_ROUNDS=${PEERS_ROUNDS:-3}
 PEERS_CLIENTS=${PEERS_CLIENTS:-8}
 PEERS_CONTENDERS=${PEERS_CONTENDERS:-ext cac hand pgboss graphile jqnode}
-PEERS_PGBOSS=${PEERS_PGBOSS:-workers=2 batch=5000 poll=0.5}
+PEERS_PGBOSS=${PEERS_PGBOSS:-workers=4 batch=5000 poll=0.5}
 PEERS_GRAPHILE=${PEERS_GRAPHILE:-concurrency=16 local=500 delay=0}
 PEERS_JQNODE=${PEERS_JQNODE:-concurrency=8 batch=100}
 PEERS_WAL_JOBS=${PEERS_WAL_JOBS:-20000}
