@@ -485,9 +485,9 @@ part_peers() {
 peers_plot_data() {
 	[ "${BENCH_PEERS_SEARCH:-0}" != 1 ] && [ -s "$RES/peers.csv" ] || return 0
 	peers_stats | awk '{ o["ext"] = 1; o["cac"] = 2; o["hand"] = 3; o["pgboss"] = 4; o["graphile"] = 5; o["jqnode"] = 6
-			n["ext"] = "jobqueue (claim+complete_many)"; n["cac"] = "jobqueue (complete_and_claim)"
-			n["hand"] = "hand-written, minimal table"; n["pgboss"] = "pg-boss"; n["graphile"] = "graphile-worker"
-			n["jqnode"] = "jobqueue Node client"
+			n["ext"] = "jobqueue"; n["cac"] = "jobqueue, cac"
+			n["hand"] = "minimal table"; n["pgboss"] = "pg-boss"; n["graphile"] = "graphile-worker"
+			n["jqnode"] = "jobqueue Node"
 			printf "%d \"%s\" %s %s %s\n", o[$1], n[$1], $2, $3, $4 }' | sort -n | awk '{ $1 = NR; print }'
 }
 

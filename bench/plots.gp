@@ -76,7 +76,7 @@ if (nonempty("peers")) {
 	set style fill solid 0.5 border -1
 	set boxwidth 0.6
 	set yrange [0:*]
-	set offsets 0.6, 0.6, 0, 0
+	set offsets 0.2, 0.2, 0, 0
 	set xlabel ""
 	set ylabel "jobs/s"
 	set key top right
