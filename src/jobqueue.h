@@ -108,7 +108,7 @@ typedef enum JqPlanId
 	JQ_PLAN_SCHEDULE_ADVANCE,
 	JQ_PLAN_SCHEDULES_NEXT,
 	JQ_PLAN_QUEUE_RATE,
-	JQ_PLAN_NOTIFY_FINISHED_QUEUES,
+	JQ_PLAN_COMPLETION_QUEUES,
 	JQ_NUM_PLANS
 } JqPlanId;
 
@@ -214,7 +214,7 @@ extern void jq_ordering_set_policy(FunctionCallInfo fcinfo, int argno,
 /* The per-backend cache of queue settings (queuecache.c) */
 extern void jq_queues_changed(void);
 extern void jq_queues_changed_elsewhere(void);
-extern Datum jq_notify_finished_queues(void);
+extern void jq_completion_queues(Datum *notify_finished, Datum *delete_on_success);
 
 /* Set-returning helper (srf.c) */
 extern Tuplestorestate *jq_srf_init(FunctionCallInfo fcinfo,
