@@ -380,7 +380,8 @@ jq_enqueue(PG_FUNCTION_ARGS)
 	jq_spi_connect();
 	/* before 1.2 (ALTER EXTENSION UPDATE not run) the schema has no groups */
 	if (jq_ordering_installed())
-		jq_execute(JQ_PLAN_ENQUEUE_GROUPED, values, nulls, SPI_OK_INSERT_RETURNING);
+		jq_execute(nulls[5] == JQ_ISNULL ? JQ_PLAN_ENQUEUE_UNKEYED : JQ_PLAN_ENQUEUE_GROUPED,
+				   values, nulls, SPI_OK_INSERT_RETURNING);
 	else if (group_key == NULL)
 		jq_execute(JQ_PLAN_ENQUEUE, values, nulls, SPI_OK_INSERT_RETURNING);
 	else

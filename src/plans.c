@@ -277,6 +277,23 @@
 	"  WHERE gr.queue_name = $1 AND " RANGE " AND " JQ_GROUP_ADMISSIBLE_SQL \
 	"  ORDER BY gr.group_key LIMIT $2 FOR UPDATE OF gr SKIP LOCKED) b "
 
+/*
+ * The INSERT of jq_enqueue on a schema with groups (1.2): CONFLICT is the
+ * ON CONFLICT clause for the idempotency key, or empty for a job without
+ * a key.  $1 queue, $2 payload, $3 priority, $4 run_at, $5 max_attempts,
+ * $6 idempotency key, $7 now, $8 group key.
+ */
+#define JQ_ENQUEUE_GROUPED_SQL(CONFLICT) \
+	"WITH q AS (SELECT q.max_attempts, q.notify, " JQ_NO_GROUP_SQL " AS no_group " \
+	"           FROM jobqueue.queues q WHERE q.queue_name = $1) " \
+	"INSERT INTO jobqueue.jobs AS j " \
+	"  (queue_name, payload, priority, available_at, max_attempts, idempotency_key, " \
+	"   group_key) " \
+	"SELECT $1, $2, $3, COALESCE($4, $7), " \
+	"       COALESCE($5, q.max_attempts), $6, COALESCE($8, q.no_group) FROM q " \
+	CONFLICT \
+	"RETURNING " JQ_OUTCOME_SQL("$7", "(SELECT q.notify FROM q)", "false") ", j.id"
+
 typedef struct JqPlanSpec
 {
 	const char *sql;
@@ -849,18 +866,22 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * then the id.
 	 */
 	[JQ_PLAN_ENQUEUE_GROUPED] = {
-		"WITH q AS (SELECT q.max_attempts, q.notify, " JQ_NO_GROUP_SQL " AS no_group "
-		"           FROM jobqueue.queues q WHERE q.queue_name = $1) "
-		"INSERT INTO jobqueue.jobs AS j "
-		"  (queue_name, payload, priority, available_at, max_attempts, idempotency_key, "
-		"   group_key) "
-		"SELECT $1, $2, $3, COALESCE($4, $7), "
-		"       COALESCE($5, q.max_attempts), $6, COALESCE($8, q.no_group) FROM q "
-		"ON CONFLICT (queue_name, idempotency_key) WHERE idempotency_key IS NOT NULL "
-		"DO NOTHING "
-		"RETURNING " JQ_OUTCOME_SQL("$7", "(SELECT q.notify FROM q)", "false") ", j.id",
+		JQ_ENQUEUE_GROUPED_SQL(
+			"ON CONFLICT (queue_name, idempotency_key) WHERE idempotency_key IS NOT NULL "
+			"DO NOTHING "),
 		8, {TEXTOID, JSONBOID, INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TEXTOID},
 		.name = "enqueue grouped"
+	},
+	/*
+	 * JQ_PLAN_ENQUEUE_UNKEYED: JQ_PLAN_ENQUEUE_GROUPED for a job without an
+	 * idempotency key ($6 NULL), which cannot conflict: a plain INSERT,
+	 * without the speculative insertion of ON CONFLICT (one WAL record
+	 * less per job).  No row back means no such queue.
+	 */
+	[JQ_PLAN_ENQUEUE_UNKEYED] = {
+		JQ_ENQUEUE_GROUPED_SQL(""),
+		8, {TEXTOID, JSONBOID, INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TEXTOID},
+		.name = "enqueue unkeyed"
 	},	/*
 	 * JQ_PLAN_ENQUEUE_MANY_GROUPED: $1 queue, $2 payloads, $3 priority, $4 run_at,
 	 * $5 now, $6 group keys (NULL, or one per payload); JQ_PLAN_ENQUEUE_MANY
