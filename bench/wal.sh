@@ -66,7 +66,7 @@ wal_settings() {
 	q "ALTER SYSTEM SET autovacuum = off" >/dev/null
 	q "ALTER SYSTEM SET jobqueue.worker_enabled = off" >/dev/null
 	q "SELECT pg_reload_conf()" >/dev/null
-	q "CREATE EXTENSION IF NOT EXISTS pg_walinspect" >/dev/null
+	q "SET client_min_messages = warning; CREATE EXTENSION IF NOT EXISTS pg_walinspect" >/dev/null
 }
 
 # One WAL measurement: wal_run side retention mode round
@@ -227,7 +227,7 @@ part_history() {
 	done
 }
 
-hist_summary() {
+history_summary() {
 	echo "Claim p50 with $BENCH_HIST_FINISHED finished jobs beside 10,000 pending (h1) / 10,000 pending alone (h0), median of $BENCH_ROUNDS alternating rounds:"
 	awk -F, 'NR > 1 { v[$1 "," $2] = v[$1 "," $2] " " $4 }
 		function median(str,   a, n, i, j, t) {
