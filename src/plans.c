@@ -109,7 +109,7 @@
 
 /*
  * Does job j's queue have notify_finished?  QUEUES is the array of the
- * queues that have it (jq_notify_finished_queues(), usually empty): no
+ * queues that have it (jq_completion_queues(), usually empty): no
  * lookup per job.
  */
 #define JQ_NOTIFY_FINISHED_SQL(QUEUES) \
