@@ -86,15 +86,9 @@ wal_run() {
 	pgb_checked "actually processed: $tx" off -c 1 -j 1 -t "$tx" -f "$BENCH_DIR/pgbench/$script" \
 		-D q=bench -D n="$n" -D owner=w >/dev/null || exit 1
 	l1=$(lsn)
-	left=$(q "SELECT count(*) FROM jobqueue.jobs WHERE status IN ('pending', 'running')")
-	[ "$left" = 0 ] || { echo "wal: $left jobs not completed ($label $mode)" >&2; exit 1; }
-	q "VACUUM jobqueue.jobs" >/dev/null
-	l2=$(lsn)
-	q "SELECT jobqueue.jq_purge('bench', '0', 100000000)" >/dev/null
-	q "VACUUM jobqueue.jobs" >/dev/null
-	l3=$(lsn)
 	if [ "$round" = 1 ]; then
-		q "CHECKPOINT" >/dev/null	# makes the range readable (flushed)
+		# a synchronous commit flushes the WAL, so that it can be read
+		q "SET synchronous_commit = on; SELECT pg_catalog.pg_current_xact_id()" >/dev/null
 		{
 			echo "==== $label, $mode: WAL records of the statements, bytes per job"
 			q "SELECT rpad(\"resource_manager/record_type\", 24) || lpad(count::text, 8) || ' records ' ||
@@ -102,6 +96,13 @@ wal_run() {
 				 FROM pg_get_wal_stats('$l0', '$l1', true) WHERE count > 0 ORDER BY combined_size DESC"
 		} >>"$RES/wal_records.txt"
 	fi
+	left=$(q "SELECT count(*) FROM jobqueue.jobs WHERE status IN ('pending', 'running')")
+	[ "$left" = 0 ] || { echo "wal: $left jobs not completed ($label $mode)" >&2; exit 1; }
+	q "VACUUM jobqueue.jobs" >/dev/null
+	l2=$(lsn)
+	q "SELECT jobqueue.jq_purge('bench', '0', 100000000)" >/dev/null
+	q "VACUUM jobqueue.jobs" >/dev/null
+	l3=$(lsn)
 	echo "$label,$mode,$round,$(lsn_diff "$l1" "$l0"),$(lsn_diff "$l2" "$l1"),$(lsn_diff "$l3" "$l2"),$BENCH_WAL_JOBS" >>"$RES/wal.csv"
 	tail -n 1 "$RES/wal.csv" | awk -F, '{ printf "  %-20s %-6s round %s: %6.0f bytes/job, vacuum %4.0f, purge + vacuum %4.0f\n", $1, $2, $3, $4 / $7, $5 / $7, $6 / $7 }'
 }
