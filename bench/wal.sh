@@ -88,7 +88,8 @@ wal_run() {
 	l1=$(lsn)
 	if [ "$round" = 1 ]; then
 		# a synchronous commit flushes the WAL, so that it can be read
-		q "SET synchronous_commit = on; SELECT pg_catalog.pg_current_xact_id()" >/dev/null
+		q "SET client_min_messages = warning; SET synchronous_commit = on; CREATE TABLE IF NOT EXISTS public.bench_wal_flush (x int);
+			INSERT INTO public.bench_wal_flush VALUES (1)" >/dev/null
 		{
 			echo "==== $label, $mode: WAL records of the statements, bytes per job"
 			q "SELECT rpad(\"resource_manager/record_type\", 24) || lpad(count::text, 8) || ' records ' ||
