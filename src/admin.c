@@ -117,7 +117,8 @@ jq_create_queue(PG_FUNCTION_ARGS)
 	values[3] = PointerGetDatum(jq_arg_interval(fcinfo, 3, "max_runtime", false, false));
 	values[4] = PointerGetDatum(jq_arg_interval(fcinfo, 4, "backoff_base", false, false));
 	values[5] = PointerGetDatum(jq_arg_interval(fcinfo, 5, "backoff_max", false, false));
-	values[6] = PointerGetDatum(jq_arg_interval(fcinfo, 6, "retention", false, false));
+	/* retention zero: the queue's jobs are deleted when they succeed */
+	values[6] = PointerGetDatum(jq_arg_interval(fcinfo, 6, "retention", false, true));
 	values[7] = BoolGetDatum(false);
 	if (PG_NARGS() > 7)
 		values[7] = jq_arg_required(fcinfo, 7, "notify_finished");
@@ -177,7 +178,9 @@ jq_alter_queue(PG_FUNCTION_ARGS)
 		values[1] = Int32GetDatum(jq_arg_positive_int4(fcinfo, 1, "max_attempts"));
 	for (i = 2; i <= 6; i++)
 	{
-		Interval   *iv = jq_arg_interval(fcinfo, i, interval_names[i - 2], true, false);
+		/* retention zero: the queue's jobs are deleted when they succeed */
+		Interval   *iv = jq_arg_interval(fcinfo, i, interval_names[i - 2], true,
+										 i == 6);
 
 		values[i] = PointerGetDatum(iv);
 		if (iv == NULL)

@@ -95,6 +95,7 @@ typedef enum JqPlanId
 	JQ_PLAN_RETRY_DEPENDENCIES,
 	/* Ordering and fairness (ordering.c) */
 	JQ_PLAN_ENQUEUE_GROUPED,
+	JQ_PLAN_ENQUEUE_UNKEYED,
 	JQ_PLAN_ENQUEUE_MANY_GROUPED,
 	JQ_PLAN_CLAIM_PLAIN,
 	JQ_PLAN_QUEUE_POLICY,
@@ -109,7 +110,7 @@ typedef enum JqPlanId
 	JQ_PLAN_SCHEDULE_ADVANCE,
 	JQ_PLAN_SCHEDULES_NEXT,
 	JQ_PLAN_QUEUE_RATE,
-	JQ_PLAN_NOTIFY_FINISHED_QUEUES,
+	JQ_PLAN_COMPLETION_QUEUES,
 	JQ_NUM_PLANS
 } JqPlanId;
 
@@ -227,7 +228,7 @@ typedef struct JqQueueSettings
 extern const JqQueueSettings *jq_queue_settings(const char *queue_name);
 extern void jq_queues_changed(void);
 extern void jq_queues_changed_elsewhere(void);
-extern Datum jq_notify_finished_queues(void);
+extern void jq_completion_queues(Datum *notify_finished, Datum *delete_on_success);
 
 /* Set-returning helper (srf.c) */
 extern Tuplestorestate *jq_srf_init(FunctionCallInfo fcinfo,

@@ -380,7 +380,8 @@ jq_enqueue(PG_FUNCTION_ARGS)
 	jq_spi_connect();
 	/* before 1.2 (ALTER EXTENSION UPDATE not run) the schema has no groups */
 	if (jq_ordering_installed())
-		jq_execute(JQ_PLAN_ENQUEUE_GROUPED, values, nulls, SPI_OK_INSERT_RETURNING);
+		jq_execute(nulls[5] == JQ_ISNULL ? JQ_PLAN_ENQUEUE_UNKEYED : JQ_PLAN_ENQUEUE_GROUPED,
+				   values, nulls, SPI_OK_INSERT_RETURNING);
 	else if (group_key == NULL)
 		jq_execute(JQ_PLAN_ENQUEUE, values, nulls, SPI_OK_INSERT_RETURNING);
 	else
@@ -607,15 +608,16 @@ jq_claim(PG_FUNCTION_ARGS)
  * jq_complete(id, token, result) returns boolean
  *
  * True when the caller held the current, unexpired lease and the job is now
- * succeeded, with its result (NULL: none); false (and nothing changed,
- * the result not stored) otherwise.  A result larger than
+ * succeeded, with its result (NULL: none) -- or deleted, when its queue's
+ * retention is zero (the result is then not kept); false (and nothing
+ * changed, the result not stored) otherwise.  A result larger than
  * jobqueue.max_result_size is an error, and the job stays running.
  */
 Datum
 jq_complete(PG_FUNCTION_ARGS)
 {
-	Datum		values[5];
-	char		nulls[5] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_ISNULL, JQ_NOTNULL};
+	Datum		values[6];
+	char		nulls[6] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_ISNULL, JQ_NOTNULL, JQ_NOTNULL};
 	bool		done;
 	char	   *queue_name;
 	instr_time	start;
@@ -634,8 +636,8 @@ jq_complete(PG_FUNCTION_ARGS)
 	}
 
 	jq_spi_connect();
-	values[4] = jq_notify_finished_queues();
-	jq_execute(JQ_PLAN_COMPLETE, values, nulls, SPI_OK_UPDATE_RETURNING);
+	jq_completion_queues(&values[4], &values[5]);
+	jq_execute(JQ_PLAN_COMPLETE, values, nulls, SPI_OK_SELECT);
 	if (SPI_processed == 1)
 		done = jq_note_outcome(JQ_TR_COMPLETE, 0, NULL, NULL, &queue_name) == 1;
 	else
@@ -666,8 +668,8 @@ jq_complete_many(PG_FUNCTION_ARGS)
 	ArrayType  *tokens = jq_arg_array(fcinfo, 1, "tokens", INT8OID);
 	int			nids = ArrayGetNItems(ARR_NDIM(ids), ARR_DIMS(ids));
 	int			ntokens = ArrayGetNItems(ARR_NDIM(tokens), ARR_DIMS(tokens));
-	Datum		values[5];
-	char		nulls[5] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_ISNULL, JQ_NOTNULL};
+	Datum		values[6];
+	char		nulls[6] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_ISNULL, JQ_NOTNULL, JQ_NOTNULL};
 	TupleDesc	tupdesc;
 	Tuplestorestate *tupstore;
 	uint64		i;
@@ -724,8 +726,8 @@ jq_complete_many(PG_FUNCTION_ARGS)
 	values[2] = TimestampTzGetDatum(GetCurrentTimestamp());
 
 	jq_spi_connect();
-	values[4] = jq_notify_finished_queues();
-	jq_execute(JQ_PLAN_COMPLETE_MANY, values, nulls, SPI_OK_UPDATE_RETURNING);
+	jq_completion_queues(&values[4], &values[5]);
+	jq_execute(JQ_PLAN_COMPLETE_MANY, values, nulls, SPI_OK_SELECT);
 	ncompleted = SPI_processed;
 	completed = palloc(sizeof(Datum) * Max(ncompleted, 1));
 	for (i = 0; i < ncompleted; i++)

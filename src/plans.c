@@ -79,14 +79,21 @@
  * it (it finished and has_dependents: read from the row, no lookup).  jq_note_outcome() counts, wakes,
  * announces and resolves dependencies from these.
  */
-#define JQ_FINISHED_STATUS_SQL \
-	"j.status IN ('succeeded', 'dead', 'cancelled')"
 #define JQ_OUTCOME_SQL(NOW, NOTIFY, FINISHED) \
 	"j.queue_name, j.status, " \
 	"(j.status = 'pending' AND j.available_at <= " NOW " AND " NOTIFY ") IS TRUE, " \
 	"j.id, " \
-	"(" JQ_FINISHED_STATUS_SQL " AND " FINISHED ") IS TRUE, " \
-	"(" JQ_FINISHED_STATUS_SQL " AND j.has_dependents) IS TRUE"
+	"(j.status IN ('succeeded', 'dead', 'cancelled') AND " FINISHED ") IS TRUE, " \
+	"(j.status IN ('succeeded', 'dead', 'cancelled') AND j.has_dependents) IS TRUE"
+
+/*
+ * The outcome of a job j that a DELETE removed because it succeeded in a
+ * queue that keeps no history (JQ_SUCCEED_OR_DELETE_SQL): RETURNING sees
+ * the row as it was (running), so the status is written out.
+ */
+#define JQ_OUTCOME_DELETED_SQL(FINISHED) \
+	"j.queue_name, 'succeeded'::jobqueue.job_status, false, j.id, " \
+	"(" FINISHED ") IS TRUE, j.has_dependents"
 
 /* The outcome columns of a row for a job that was not changed */
 #define JQ_REFUSED_SQL(QUEUE, ID) \
@@ -102,7 +109,7 @@
 
 /*
  * Does job j's queue have notify_finished?  QUEUES is the array of the
- * queues that have it (jq_notify_finished_queues(), usually empty): no
+ * queues that have it (jq_completion_queues(), usually empty): no
  * lookup per job.
  */
 #define JQ_NOTIFY_FINISHED_SQL(QUEUES) \
@@ -131,6 +138,31 @@
 #define JQ_SUCCEED_SQL(NOW, RESULT) \
 	"status = 'succeeded', finished_at = " NOW ", lease_expires_at = NULL, " \
 	"result = " RESULT " "
+
+/*
+ * running -> succeeded, or deleted when the job's queue keeps no history
+ * (retention zero: its name is in DELETING, a text[] parameter from
+ * queuecache.c).  One data-modifying statement: a DELETE for the jobs of
+ * those queues, an UPDATE for the others, each with the same selection
+ * (FROM_LIST, joined to job j, and the fencing condition WHERE); a job is
+ * in exactly one of them, and both see the same snapshot.  When no queue
+ * deletes (the usual case), the DELETE is stopped before it reads
+ * anything by its one-time filter on the array.  A deleted job writes no
+ * new row version and no index entry, keeps no result, and frees its
+ * idempotency key; its outcome says 'succeeded', so that counters,
+ * notify_finished and the release of its dependents see a success (the
+ * release runs later in the same transaction, so the job's dependents are
+ * released exactly when it disappears).
+ */
+#define JQ_SUCCEED_OR_DELETE_SQL(NOW, RESULT, FROM_LIST, WHERE, DELETING, FINISHED) \
+	"WITH d AS (DELETE FROM jobqueue.jobs j USING " FROM_LIST " " \
+	"           WHERE pg_catalog.cardinality(" DELETING ") > 0 AND " WHERE " " \
+	"             AND j.queue_name = ANY (" DELETING ") " \
+	"           RETURNING " JQ_OUTCOME_DELETED_SQL(JQ_NOTIFY_FINISHED_SQL(FINISHED)) "), " \
+	"u AS (UPDATE jobqueue.jobs j SET " JQ_SUCCEED_SQL(NOW, RESULT) \
+	"      FROM " FROM_LIST " WHERE " WHERE " AND j.queue_name <> ALL (" DELETING ") " \
+	"      RETURNING " JQ_OUTCOME_SQL(NOW, "false", JQ_NOTIFY_FINISHED_SQL(FINISHED)) ") " \
+	"SELECT * FROM d UNION ALL SELECT * FROM u"
 
 /*
  * running -> pending or dead (fail, reap): a failed attempt is retried when
@@ -251,6 +283,23 @@
 	"  WHERE gr.queue_name = $1 AND " RANGE " AND " JQ_GROUP_ADMISSIBLE_SQL \
 	"  ORDER BY gr.group_key LIMIT $2 FOR UPDATE OF gr SKIP LOCKED) b "
 
+/*
+ * The INSERT of jq_enqueue on a schema with groups (1.2): CONFLICT is the
+ * ON CONFLICT clause for the idempotency key, or empty for a job without
+ * a key.  $1 queue, $2 payload, $3 priority, $4 run_at, $5 max_attempts,
+ * $6 idempotency key, $7 now, $8 group key.
+ */
+#define JQ_ENQUEUE_GROUPED_SQL(CONFLICT) \
+	"WITH q AS (SELECT q.max_attempts, q.notify, " JQ_NO_GROUP_SQL " AS no_group " \
+	"           FROM jobqueue.queues q WHERE q.queue_name = $1) " \
+	"INSERT INTO jobqueue.jobs AS j " \
+	"  (queue_name, payload, priority, available_at, max_attempts, idempotency_key, " \
+	"   group_key) " \
+	"SELECT $1, $2, $3, COALESCE($4, $7), " \
+	"       COALESCE($5, q.max_attempts), $6, COALESCE($8, q.no_group) FROM q " \
+	CONFLICT \
+	"RETURNING " JQ_OUTCOME_SQL("$7", "(SELECT q.notify FROM q)", "false") ", j.id"
+
 typedef struct JqPlanSpec
 {
 	const char *sql;
@@ -335,34 +384,39 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	},
 	/*
 	 * JQ_PLAN_COMPLETE: $1 id, $2 token, $3 now, $4 result, $5 the queues
-	 * with notify_finished (queuecache.c).  Only the current lease holder,
-	 * before its lease expires, may complete.  Outcome; no row when the
-	 * completion is refused (then JQ_PLAN_COMPLETE_REFUSED).
+	 * with notify_finished, $6 the queues that keep no history
+	 * (queuecache.c).  Only the current lease holder, before its lease
+	 * expires, may complete.  Outcome; no row when the completion is
+	 * refused (then JQ_PLAN_COMPLETE_REFUSED).  The selection is written
+	 * as a one-row VALUES list only because both parts of the statement
+	 * need a FROM list.
 	 */
 	[JQ_PLAN_COMPLETE] = {
-		"UPDATE jobqueue.jobs j SET " JQ_SUCCEED_SQL("$3", "$4")
-		"WHERE j.id = $1 AND j.lease_token = $2 "
-		"  AND (j.status = 'running') IS TRUE AND j.lease_expires_at > $3 "
-		"RETURNING " JQ_OUTCOME_SQL("$3", "false", JQ_NOTIFY_FINISHED_SQL("$5")),
-		5, {INT8OID, INT8OID, TIMESTAMPTZOID, JSONBOID, TEXTARRAYOID},
+		JQ_SUCCEED_OR_DELETE_SQL("$3", "$4", "(VALUES (1)) AS t(one)",
+			"j.id = $1 AND j.lease_token = $2 "
+			"AND (j.status = 'running') IS TRUE AND j.lease_expires_at > $3",
+			"$6", "$5"),
+		6, {INT8OID, INT8OID, TIMESTAMPTZOID, JSONBOID, TEXTARRAYOID, TEXTARRAYOID},
 		.name = "complete"
 	},
 	/*
 	 * JQ_PLAN_COMPLETE_MANY: $1 ids, $2 tokens, $3 now, $4 results (NULL:
-	 * none), $5 the queues with notify_finished; same rule per job.  The
-	 * triples come from ROWS FROM (the multi-array unnest(a, b) is a parser
-	 * shorthand for it that exists only unqualified), which pads a NULL or
-	 * shorter results array with NULLs.  Outcome of the jobs completed;
-	 * when fewer than asked, JQ_PLAN_COMPLETE_MANY_REFUSED.
+	 * none), $5 the queues with notify_finished, $6 the queues that keep
+	 * no history; same rule per job.  The triples come from ROWS FROM (the
+	 * multi-array unnest(a, b) is a parser shorthand for it that exists
+	 * only unqualified), which pads a NULL or shorter results array with
+	 * NULLs.  Outcome of the jobs completed; when fewer than asked,
+	 * JQ_PLAN_COMPLETE_MANY_REFUSED.
 	 */
 	[JQ_PLAN_COMPLETE_MANY] = {
-		"UPDATE jobqueue.jobs j SET " JQ_SUCCEED_SQL("$3", "t.result")
-		"FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), "
-		"                pg_catalog.unnest($4)) AS t(id, token, result) "
-		"WHERE j.id = t.id AND j.lease_token = t.token "
-		"  AND (j.status = 'running') IS TRUE AND j.lease_expires_at > $3 "
-		"RETURNING " JQ_OUTCOME_SQL("$3", "false", JQ_NOTIFY_FINISHED_SQL("$5")),
-		5, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, JSONBARRAYOID, TEXTARRAYOID},
+		JQ_SUCCEED_OR_DELETE_SQL("$3", "t.result",
+			"ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), "
+			"pg_catalog.unnest($4)) AS t(id, token, result)",
+			"j.id = t.id AND j.lease_token = t.token "
+			"AND (j.status = 'running') IS TRUE AND j.lease_expires_at > $3",
+			"$6", "$5"),
+		6, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, JSONBARRAYOID, TEXTARRAYOID,
+		TEXTARRAYOID},
 		.name = "complete many"
 	},
 	/*
@@ -818,18 +872,22 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * then the id.
 	 */
 	[JQ_PLAN_ENQUEUE_GROUPED] = {
-		"WITH q AS (SELECT q.max_attempts, q.notify, " JQ_NO_GROUP_SQL " AS no_group "
-		"           FROM jobqueue.queues q WHERE q.queue_name = $1) "
-		"INSERT INTO jobqueue.jobs AS j "
-		"  (queue_name, payload, priority, available_at, max_attempts, idempotency_key, "
-		"   group_key) "
-		"SELECT $1, $2, $3, COALESCE($4, $7), "
-		"       COALESCE($5, q.max_attempts), $6, COALESCE($8, q.no_group) FROM q "
-		"ON CONFLICT (queue_name, idempotency_key) WHERE idempotency_key IS NOT NULL "
-		"DO NOTHING "
-		"RETURNING " JQ_OUTCOME_SQL("$7", "(SELECT q.notify FROM q)", "false") ", j.id",
+		JQ_ENQUEUE_GROUPED_SQL(
+			"ON CONFLICT (queue_name, idempotency_key) WHERE idempotency_key IS NOT NULL "
+			"DO NOTHING "),
 		8, {TEXTOID, JSONBOID, INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TEXTOID},
 		.name = "enqueue grouped"
+	},
+	/*
+	 * JQ_PLAN_ENQUEUE_UNKEYED: JQ_PLAN_ENQUEUE_GROUPED for a job without an
+	 * idempotency key ($6 NULL), which cannot conflict: a plain INSERT,
+	 * without the speculative insertion of ON CONFLICT (one WAL record
+	 * less per job).  No row back means no such queue.
+	 */
+	[JQ_PLAN_ENQUEUE_UNKEYED] = {
+		JQ_ENQUEUE_GROUPED_SQL(""),
+		8, {TEXTOID, JSONBOID, INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TEXTOID},
+		.name = "enqueue unkeyed"
 	},	/*
 	 * JQ_PLAN_ENQUEUE_MANY_GROUPED: $1 queue, $2 payloads, $3 priority, $4 run_at,
 	 * $5 now, $6 group keys (NULL, or one per payload); JQ_PLAN_ENQUEUE_MANY
@@ -1135,14 +1193,17 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		.name = "schedules next", .read_only = true
 	},
 	/*
-	 * JQ_PLAN_NOTIFY_FINISHED_QUEUES: the names of the queues with
-	 * notify_finished, as text[] (queuecache.c).
+	 * JQ_PLAN_COMPLETION_QUEUES: the names of the queues with
+	 * notify_finished, and of those that keep no history (retention
+	 * zero: a job that succeeds is deleted), as two text[] (queuecache.c).
 	 */
-	[JQ_PLAN_NOTIFY_FINISHED_QUEUES] = {
-		"SELECT COALESCE(pg_catalog.array_agg(q.queue_name), '{}') "
-		"FROM jobqueue.queues q WHERE q.notify_finished",
+	[JQ_PLAN_COMPLETION_QUEUES] = {
+		"SELECT ARRAY(SELECT q.queue_name FROM jobqueue.queues q "
+		"             WHERE q.notify_finished ORDER BY q.queue_name), "
+		"       ARRAY(SELECT q.queue_name FROM jobqueue.queues q "
+		"             WHERE q.retention = interval '0' ORDER BY q.queue_name)",
 		0, {InvalidOid},
-		.name = "notify finished queues", .read_only = true
+		.name = "completion queues", .read_only = true
 	},
 	/* JQ_PLAN_QUEUE_RATE: $1 queue.  Its rate limit and burst, or NULLs. */
 	[JQ_PLAN_QUEUE_RATE] = {
