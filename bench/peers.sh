@@ -12,6 +12,8 @@
 #             jq_complete_many (bench/pgbench/peers_ext_drain.sql)
 #   cac       jobqueue: 8 clients, jq_complete_and_claim of 100 per call
 #             (peers_cac_drain.sql), when the installed build has it
+#   ext0, cac0  the same on a queue with retention 0: a job is deleted when
+#             it succeeds (no history kept, as graphile-worker does)
 #   hand      hand-written SQL on a minimal table (bench/peers/minimal.sql):
 #             8 clients, one SKIP LOCKED claim of 100, one UPDATE completing
 #             them by id (peers_hand_drain.sql)
@@ -53,7 +55,7 @@ fi
 PEERS_JOBS=${PEERS_JOBS:-100000}
 PEERS_ROUNDS=${PEERS_ROUNDS:-3}
 PEERS_CLIENTS=${PEERS_CLIENTS:-8}
-PEERS_CONTENDERS=${PEERS_CONTENDERS:-ext cac hand pgboss graphile jqnode}
+PEERS_CONTENDERS=${PEERS_CONTENDERS:-ext cac ext0 cac0 hand pgboss graphile jqnode}
 PEERS_PGBOSS=${PEERS_PGBOSS:-workers=4 batch=5000 poll=0.5}
 PEERS_GRAPHILE=${PEERS_GRAPHILE:-concurrency=16 local=500 delay=0}
 PEERS_JQNODE=${PEERS_JQNODE:-concurrency=8 batch=100}
@@ -94,6 +96,8 @@ peers_setup() {
 	DB=postgres q "CREATE DATABASE peers" >/dev/null
 	DB=postgres q "ALTER DATABASE peers SET synchronous_commit = off" >/dev/null
 	pqm "CREATE EXTENSION jobqueue" "SELECT jobqueue.jq_create_queue('peers')" >/dev/null
+	# ext0, cac0: a queue that keeps no history (a job is deleted when it succeeds)
+	pq "SELECT jobqueue.jq_create_queue('peers0', retention => '0')" >/dev/null
 	bench_psql -v ON_ERROR_STOP=1 -d peers -c "SET client_min_messages = warning" -f - <"$PEERS_DIR/minimal.sql" >/dev/null
 	if [ ! -d "$PEERS_DIR/node_modules" ]; then
 		log "npm ci in $PEERS_DIR"
@@ -132,9 +136,9 @@ peers_enqueue() {
 	local who=$1 n=$2
 	peers_empty
 	case $who in
-	ext | cac)
+	ext | cac | ext0 | cac0)
 		pq "DO \$\$ BEGIN FOR i IN 1..$n / 1000 LOOP
-				PERFORM count(*) FROM jobqueue.jq_enqueue_many('peers',
+				PERFORM count(*) FROM jobqueue.jq_enqueue_many('$(peers_queue "$who")',
 					array_fill('$PAYLOAD'::jsonb, ARRAY[1000]));
 			END LOOP; END \$\$" >/dev/null ;;
 	hand)
@@ -146,13 +150,21 @@ peers_enqueue() {
 	pqm "VACUUM ANALYZE" "CHECKPOINT" >/dev/null
 }
 
-# pgbench draining the queue with script $1 (8 clients); prints the seconds.
+# The queue of a jobqueue contender: ext0 and cac0 keep no history.
+peers_queue() {
+	case $1 in
+	ext0 | cac0) echo peers0 ;;
+	*) echo peers ;;
+	esac
+}
+
+# pgbench draining queue $1 with script $2 (8 clients); prints the seconds.
 peers_pgbench() {
-	local script=$1 t0 t1 out
-	shift
+	local queue=$1 script=$2 t0 t1 out
+	shift 2
 	t0=$(date +%s.%N)
 	out=$(ppgb -c "$PEERS_CLIENTS" -j "$PEERS_CLIENTS" -t 10000000 \
-		-f "$BENCH_DIR/pgbench/$script" -D q=peers -D owner=peers-bench "$@") || true
+		-f "$BENCH_DIR/pgbench/$script" -D q="$queue" -D owner=peers-bench "$@") || true
 	t1=$(date +%s.%N)
 	# every client must have stopped at the empty queue (division by zero
 	# in its \set), not at an SQL error
@@ -170,6 +182,8 @@ peers_check() {
 	case $who in
 	ext | cac | jqnode) got=$(pq "SELECT count(*) FROM jobqueue.jobs
 			WHERE queue_name = 'peers' AND status = 'succeeded' AND attempt_count = 1") ;;
+	# deleted when they succeed: none may be left, and every completion counted
+	ext0 | cac0) got=$((n - $(pq "SELECT count(*) FROM jobqueue.jobs WHERE queue_name = 'peers0'"))) ;;
 	hand) got=$(pq "SELECT count(*) FROM peers_hand.jobs WHERE status = 'succeeded' AND attempt_count = 1") ;;
 	pgboss) got=$(pq "SELECT count(*) FROM pgboss.job WHERE name = 'peers' AND state = 'completed' AND retry_count = 0") ;;
 	# completed jobs are deleted
@@ -188,9 +202,9 @@ peers_drain() {
 	cpu0=$(server_cpu)
 	client_cpu ccpu0
 	case $who in
-	ext) secs=$(peers_pgbench peers_ext_drain.sql) ;;
-	cac) secs=$(peers_pgbench peers_cac_drain.sql -D ids='{}' -D tokens='{}') ;;
-	hand) secs=$(peers_pgbench peers_hand_drain.sql) ;;
+	ext | ext0) secs=$(peers_pgbench "$(peers_queue "$who")" peers_ext_drain.sql) ;;
+	cac | cac0) secs=$(peers_pgbench "$(peers_queue "$who")" peers_cac_drain.sql -D ids='{}' -D tokens='{}') ;;
+	hand) secs=$(peers_pgbench peers peers_hand_drain.sql) ;;
 	pgboss | graphile | jqnode)
 		# shellcheck disable=SC2086
 		json=$(drive "$who" drain peers "$n" $opts)
@@ -302,7 +316,7 @@ peers_summary() {
 	[ -z "$PEERS_NOTES" ] || printf '%s' "$PEERS_NOTES"
 	echo
 	printf '%-9s %9s %9s %9s %5s %11s %11s %9s  %s\n' contender "median" min max runs "server us" "client us" "WAL B" settings
-	for who in ext cac hand pgboss graphile jqnode; do
+	for who in ext cac ext0 cac0 hand pgboss graphile jqnode; do
 		[ -n "${med[$who]:-}" ] || continue
 		printf '%-9s %9s %9s %9s %5s %11s %11s %9s  %s\n' "$who" "${med[$who]}" "${lo[$who]}" "${hi[$who]}" \
 			"${runs[$who]}" "${scpu[$who]}" "${ccpu[$who]}" "${wal[$who]}" "$(peers_opts "$who")"
@@ -318,6 +332,16 @@ peers_summary() {
 		echo "  jobqueue (cac) / pg-boss:                 $(ratio cac pgboss 2.5)"
 		echo "  jobqueue (cac) / graphile-worker:         $(ratio cac graphile 2.5)"
 		echo "  cac / ext:                                $(ratio cac ext 1)"
+	fi
+	if [ -n "${med[ext0]:-}" ]; then
+		echo "  jobqueue, retention 0 (ext0) / minimal:   $(ratio ext0 hand 1.5)"
+		echo "  jobqueue, retention 0 (ext0) / pg-boss:   $(ratio ext0 pgboss 2.5)"
+		echo "  jobqueue, retention 0 (ext0) / graphile:  $(ratio ext0 graphile 2.5)"
+	fi
+	if [ -n "${med[cac0]:-}" ]; then
+		echo "  jobqueue, retention 0 (cac0) / minimal:   $(ratio cac0 hand 1.5)"
+		echo "  jobqueue, retention 0 (cac0) / pg-boss:   $(ratio cac0 pgboss 2.5)"
+		echo "  jobqueue, retention 0 (cac0) / graphile:  $(ratio cac0 graphile 2.5)"
 	fi
 	echo "  Node client / pg-boss:                    $(ratio jqnode pgboss 1.5)"
 	echo "  Node client / graphile-worker:            $(ratio jqnode graphile 1.5)"
@@ -463,7 +487,7 @@ part_peers() {
 	log "peers: drain $PEERS_JOBS jobs, $PEERS_ROUNDS rounds; load $PEERS_LOAD0"
 	list=()
 	for who in $PEERS_CONTENDERS; do
-		[ "$who" = cac ] && [ "$PEERS_HAVE_CAC" != 1 ] && continue
+		case $who in cac | cac0) [ "$PEERS_HAVE_CAC" = 1 ] || continue ;; esac
 		list+=("$who")
 	done
 	for round in $(seq 1 "$PEERS_ROUNDS"); do
@@ -484,11 +508,12 @@ part_peers() {
 # Data of peers.png (bench/plots.gp): one line per contender, median min max.
 peers_plot_data() {
 	[ "${BENCH_PEERS_SEARCH:-0}" != 1 ] && [ -s "$RES/peers.csv" ] || return 0
-	peers_stats | awk '{ o["ext"] = 1; o["cac"] = 2; o["hand"] = 3; o["pgboss"] = 4; o["graphile"] = 5; o["jqnode"] = 6
+	peers_stats | awk '{ o["ext"] = 1; o["cac"] = 2; o["ext0"] = 2.3; o["cac0"] = 2.6; o["hand"] = 3; o["pgboss"] = 4; o["graphile"] = 5; o["jqnode"] = 6
 			n["ext"] = "jobqueue"; n["cac"] = "jobqueue, cac"
+			n["ext0"] = "jobqueue, no history"; n["cac0"] = "jobqueue, cac, no history"
 			n["hand"] = "minimal table"; n["pgboss"] = "pg-boss"; n["graphile"] = "graphile-worker"
 			n["jqnode"] = "jobqueue Node"
-			printf "%d \"%s\" %s %s %s\n", o[$1], n[$1], $2, $3, $4 }' | sort -n | awk '{ $1 = NR; print }'
+			printf "%s \"%s\" %s %s %s\n", o[$1], n[$1], $2, $3, $4 }' | sort -n | awk '{ $1 = NR; print }'
 }
 
 bench_part_main peers "${BASH_SOURCE[0]}"
