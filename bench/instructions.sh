@@ -26,6 +26,7 @@
 #   handN    the same for 100 (hand_claimN.sql)              (new side)
 #   cac1, cacN  jq_complete_and_claim of 1 and of 100, when the new side
 #            has it                                          (new side)
+#   enq1, enqN  jq_enqueue of 1, jq_enqueue_many of 100      (both sides)
 #
 # Results: $RES/instructions.csv and $RES/instructions.txt.  Needs valgrind.
 # Environment: BENCH_INSTALL (1: build and install both sides).
@@ -119,6 +120,8 @@ in_measure() {
 	handN) script=hand_claimN.sql n=100 ;;
 	cac1) script=ext_complete_and_claim.sql n=1 ;;
 	cacN) script=ext_complete_and_claim.sql n=100 ;;
+	enq1) script=ext_enqueue1.sql n=1 ;;
+	enqN) script=ext_enqueueN.sql n=100 ;;
 	esac
 	if [ "$n" = 1 ]; then t1=300 t2=900; else t1=10 t2=30; fi
 	a=$(in_count "$side" "$script" "$t1" "$n" $((t2 * n + 1000)))
@@ -138,6 +141,8 @@ in_summary() {
 			printf "%-52s %12s %12s %7s\n", "comparison (instructions per job)", "reference", "measured", "ref/meas"
 			row("claim1: 1.1 / this build", "old,claim1", "new,claim1")
 			row("claimN: 1.1 / this build", "old,claimN", "new,claimN")
+			row("enq1: 1.1 / this build", "old,enq1", "new,enq1")
+			row("enqN: 1.1 / this build", "old,enqN", "new,enqN")
 			row("claim1: hand-written / jq_claim + jq_complete", "new,hand1", "new,claim1")
 			row("claimN: hand-written / jq_claim + jq_complete_many", "new,handN", "new,claimN")
 			row("1 per call: hand-written / jq_complete_and_claim", "new,hand1", "new,cac1")
@@ -158,7 +163,7 @@ part_instructions() {
 	in_start old "$("$PG_CONFIG_OLD" --bindir)" "$(jq_free_port 55460 55469)"
 	in_start new "$("$PG_CONFIG" --bindir)" "$(jq_free_port 55470 55479)"
 	echo "side,workload,instructions_per_job" >"$RES/instructions.csv"
-	for wl in claim1 claimN; do
+	for wl in claim1 claimN enq1 enqN; do
 		in_measure old "$wl"
 		in_measure new "$wl"
 	done
