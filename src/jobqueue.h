@@ -100,6 +100,7 @@ typedef enum JqPlanId
 	JQ_PLAN_QUEUE_POLICY,
 	JQ_PLAN_CLAIM_AGED,
 	JQ_PLAN_CLAIM_GROUPS,
+	JQ_PLAN_CLAIM_ORDERED,
 	JQ_PLAN_GROUP_COUNT,
 	JQ_PLAN_GROUP_STATS,
 	/* schedules and rate limits (schedules.c, lifecycle.c) */

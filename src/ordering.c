@@ -18,11 +18,14 @@
  *
  * The claim statement is chosen by the policy (jq_claim_execute): a queue
  * without any keeps the plain JQ_PLAN_CLAIM, unchanged; aging alone uses
- * JQ_PLAN_CLAIM_AGED; a group policy JQ_PLAN_CLAIM_GROUPS.  Each statement
- * reads the policy itself and the first two refuse a queue that has
- * another one, so a policy changed by another session can never make a
- * claim break a limit: at worst a claim finds nothing, looks the policy up
- * again and runs the right statement.
+ * JQ_PLAN_CLAIM_AGED; strict order per group JQ_PLAN_CLAIM_ORDERED; any
+ * other group policy JQ_PLAN_CLAIM_GROUPS.  Each statement reads the
+ * policy itself; the plain, aged and ordered claims refuse a queue that
+ * has another one, so a policy changed by another session can never make
+ * a claim break a limit: at worst a claim finds nothing, looks the policy
+ * up again and runs the right statement.  (JQ_PLAN_CLAIM_GROUPS also
+ * serves a strictly ordered queue correctly: both claims lock the head
+ * they lease.)
  *
  * Why the group limits hold (see also src/README.md): jobqueue.groups has
  * one row per (queue, group) with its number of running jobs.  The
@@ -36,6 +39,16 @@
  * therefore never serve one group at the same time, and the second sees
  * the first's jobs in the counter.  A strictly ordered group is only
  * served with a counter of 0 and its oldest unfinished job pending.
+ *
+ * Strict order needs no counter and no group lock: the group runs only its
+ * head, the lowest id among its pending, running and dead jobs.  The
+ * ordered claim reads the head in its snapshot and leases it only when it
+ * can lock it (FOR UPDATE SKIP LOCKED) and its newest version is still
+ * pending and due.  A snapshot that is behind can show a head as pending
+ * that was claimed since (the lock or the recheck refuses it) or as running
+ * when it finished (the group waits for the next claim), never a later job
+ * as the head while an earlier one is unfinished: succeeded and cancelled
+ * are final (but for an operator's replay of a cancelled job).
  *
  * Rotation: each backend remembers, per queue, the last group it served
  * (a small hash in TopMemoryContext); its next claim starts after it.
@@ -63,7 +76,8 @@ typedef enum JqClaimKind
 {
 	JQ_CLAIM_PLAIN,
 	JQ_CLAIM_AGED,
-	JQ_CLAIM_GROUPS
+	JQ_CLAIM_GROUPS,
+	JQ_CLAIM_ORDERED
 } JqClaimKind;
 
 /* What this backend knows of a queue's policy, and its rotation cursor */
@@ -218,6 +232,8 @@ jq_queue_claim_kind(const char *queue_name)
 	jq_execute(JQ_PLAN_QUEUE_POLICY, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		jq_raise_unknown_queue(queue_name);
+	if (jq_result_bool(0, 3))
+		return JQ_CLAIM_ORDERED;
 	if (jq_result_bool(0, 1))
 		return JQ_CLAIM_GROUPS;
 	if (jq_result_bool(0, 2))
@@ -239,6 +255,8 @@ jq_claim_plan_of(const char *queue_name)
 	{
 		case JQ_CLAIM_GROUPS:
 			return JQ_PLAN_CLAIM_GROUPS;
+		case JQ_CLAIM_ORDERED:
+			return JQ_PLAN_CLAIM_ORDERED;
 		case JQ_CLAIM_AGED:
 			return JQ_PLAN_CLAIM_AGED;
 		case JQ_CLAIM_PLAIN:
@@ -249,8 +267,8 @@ jq_claim_plan_of(const char *queue_name)
 
 /*
  * Run the claim statement of kind with jq_claim's parameters (values and
- * nulls: queue, n, owner, lease, now); the group claim also gets the
- * backend's rotation cursor, and moves it to the last group served.
+ * nulls: queue, n, owner, lease, now); the group claims also get the
+ * backend's rotation cursor, and move it to the last group served.
  */
 static void
 jq_claim_run(JqClaimKind kind, JqQueuePolicy *entry, Datum *values,
@@ -260,6 +278,7 @@ jq_claim_run(JqClaimKind kind, JqQueuePolicy *entry, Datum *values,
 	char		gnulls[6];
 	int64		last_pos = 0;
 	uint64		i;
+	JqPlanId	plan = JQ_PLAN_CLAIM_GROUPS;
 
 	switch (kind)
 	{
@@ -270,6 +289,9 @@ jq_claim_run(JqClaimKind kind, JqQueuePolicy *entry, Datum *values,
 			jq_execute(JQ_PLAN_CLAIM_AGED, values, nulls, SPI_OK_SELECT);
 			return;
 		case JQ_CLAIM_GROUPS:
+			break;
+		case JQ_CLAIM_ORDERED:
+			plan = JQ_PLAN_CLAIM_ORDERED;
 			break;
 	}
 
@@ -285,7 +307,7 @@ jq_claim_run(JqClaimKind kind, JqQueuePolicy *entry, Datum *values,
 		gvalues[5] = (Datum) 0;
 		gnulls[5] = JQ_ISNULL;
 	}
-	jq_execute(JQ_PLAN_CLAIM_GROUPS, gvalues, gnulls, SPI_OK_SELECT);
+	jq_execute(plan, gvalues, gnulls, SPI_OK_SELECT);
 
 	/* the cursor moves to the group served last in rotation order */
 	for (i = 0; i < SPI_processed; i++)
