@@ -102,6 +102,8 @@ typedef enum JqPlanId
 	JQ_PLAN_CLAIM_GROUPS,
 	JQ_PLAN_CLAIM_ORDERED,
 	JQ_PLAN_GROUP_COUNT,
+	JQ_PLAN_GROUP_ADD,
+	JQ_PLAN_GROUP_CREATE,
 	JQ_PLAN_GROUP_STATS,
 	/* schedules and rate limits (schedules.c, lifecycle.c) */
 	JQ_PLAN_SCHEDULES_DUE,

@@ -375,7 +375,11 @@ jq_claim_execute(const char *queue_name, Datum *values, const char *nulls)
  * for grouped jobs only (the WHEN clauses of the triggers): adds the change
  * of a group's running jobs to its row in jobqueue.groups, creating the row
  * with the group's first job.  Runs in the transaction that moved the job,
- * so the counter commits or rolls back with it.
+ * so the counter commits or rolls back with it.  A move into or out of
+ * running is an UPDATE of the row (it exists: its job's insert created
+ * it), which locks it until the end of the transaction as before; an
+ * insert of a pending job creates the row if there is none and leaves an
+ * existing one alone.
  */
 Datum
 jq_group_count(PG_FUNCTION_ARGS)
@@ -455,7 +459,15 @@ jq_group_count(PG_FUNCTION_ARGS)
 		return PointerGetDatum(NULL);
 
 	jq_spi_connect();
-	jq_execute(JQ_PLAN_GROUP_COUNT, values, NULL, SPI_OK_INSERT);
+	if (delta == 0)
+		jq_execute(JQ_PLAN_GROUP_CREATE, values, NULL, SPI_OK_INSERT);
+	else
+	{
+		/* the row exists unless the group's first job came in running */
+		jq_execute(JQ_PLAN_GROUP_ADD, values, NULL, SPI_OK_UPDATE);
+		if (SPI_processed == 0)
+			jq_execute(JQ_PLAN_GROUP_COUNT, values, NULL, SPI_OK_INSERT);
+	}
 	jq_spi_finish();
 
 	return PointerGetDatum(NULL);

@@ -258,21 +258,24 @@
  * the snapshot only spares the head lookup of a group that is busy.
  */
 #define JQ_HEAD_BRANCH_SQL(RANGE) \
-	"SELECT * FROM (SELECT gr.group_key, j.id FROM jobqueue.groups gr " \
-	"  CROSS JOIN LATERAL (" \
-	"    SELECT * FROM (SELECT h.id FROM jobqueue.jobs h " \
+	"SELECT * FROM (SELECT gr.group_key, j.id, j.priority, j.available_at " \
+	"  FROM jobqueue.groups gr CROSS JOIN LATERAL (" \
+	"    SELECT * FROM (SELECT h.ctid AS tid, h.status, h.available_at " \
+	"      FROM jobqueue.jobs h " \
 	"      WHERE gr.group_key <> '' AND h.queue_name = $1 " \
 	"        AND h.group_key = gr.group_key " \
 	"        AND h.status IN ('pending', 'running', 'dead') " \
 	"      ORDER BY h.id LIMIT 1) hh " \
 	"    UNION ALL " \
-	"    SELECT * FROM (SELECT r.id FROM jobqueue.jobs r " \
+	"    SELECT * FROM (SELECT r.ctid, r.status, r.available_at " \
+	"      FROM jobqueue.jobs r " \
 	"      WHERE gr.group_key = '' AND r.queue_name = $1 AND r.group_key = '' " \
 	"        AND r.status = 'pending' AND r.available_at <= $5 " \
 	"      ORDER BY r.priority DESC, r.available_at, r.id LIMIT 1) hr) hd " \
-	"  JOIN jobqueue.jobs j ON j.id = hd.id " \
+	"  JOIN jobqueue.jobs j ON j.ctid = hd.tid " \
 	"  WHERE gr.queue_name = $1 AND " RANGE " " \
 	"    AND (gr.group_key = '' OR gr.running = 0) AND EXISTS (SELECT FROM q) " \
+	"    AND hd.status = 'pending' AND hd.available_at <= $5 " \
 	"    AND j.queue_name = $1 AND j.status = 'pending' AND j.available_at <= $5 " \
 	"  ORDER BY gr.group_key LIMIT $2 FOR UPDATE OF j SKIP LOCKED) b "
 
@@ -1059,7 +1062,8 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"             pg_catalog.date_part('epoch', q.priority_aging) AS aging "
 		"           FROM jobqueue.queues q "
 		"           WHERE q.queue_name = $1 AND NOT q.paused AND q.group_ordered), "
-		"g0 AS (SELECT s.group_key, s.id, pg_catalog.row_number() OVER () AS pos "
+		"g0 AS (SELECT s.group_key, s.id, s.priority, s.available_at, "
+		"         pg_catalog.row_number() OVER () AS pos "
 		"       FROM (SELECT * FROM ("
 		JQ_HEAD_BRANCH_SQL("$6::text IS NULL")
 		"             UNION ALL "
@@ -1067,7 +1071,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"             UNION ALL "
 		JQ_HEAD_BRANCH_SQL("gr.group_key <= $6")
 		"             ) s0 LIMIT $2) s), "
-		"g AS (SELECT g0.group_key, g0.id, g0.pos, "
+		"g AS (SELECT g0.group_key, g0.id, g0.priority, g0.available_at, g0.pos, "
 		"        CASE WHEN g0.group_key <> '' THEN 1 "
 		"             ELSE LEAST($2::bigint, "
 		"                        CASE WHEN q.rr THEN ($2 + n.ng - 1) / n.ng ELSE $2 END) "
@@ -1090,14 +1094,16 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"              UNION ALL "
 		"              SELECT j.id, j.available_at, "
 		"                     " JQ_EFFECTIVE_PRIORITY_SQL("$5", "q.aging") " AS eff "
-		"              FROM jobqueue.jobs j "
-		"              WHERE g.group_key <> '' AND j.queue_name = $1 AND j.id = g.id) y) x "
+		"              FROM (SELECT g.id, g.priority, g.available_at) j "
+		"              WHERE g.group_key <> '') y) x "
 		"      ORDER BY rank LIMIT $2), "
 		"l AS (SELECT j.id FROM jobqueue.jobs j "
-		"      WHERE j.queue_name = $1 AND j.id = ANY (ARRAY(SELECT c.id FROM c)) "
+		"      WHERE j.queue_name = $1 "
+		"        AND j.id = ANY (ARRAY(SELECT c.id FROM c WHERE c.group_key = '')) "
 		"        AND j.status = 'pending' AND j.available_at <= $5 "
 		"      FOR UPDATE OF j SKIP LOCKED), "
-		"u AS (" JQ_LEASE_SQL("SELECT l.id FROM l") " "
+		"u AS (" JQ_LEASE_SQL("SELECT c.id FROM c WHERE c.group_key <> '' "
+							  "UNION ALL SELECT l.id FROM l") " "
 		"      RETURNING j.id, j.payload, j.attempt_count, j.lease_token, "
 		"                j.lease_expires_at) "
 		"SELECT u.id, u.payload, u.attempt_count, u.lease_token, u.lease_expires_at, "
@@ -1108,10 +1114,10 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	},
 	/*
 	 * JQ_PLAN_GROUP_COUNT: $1 queue, $2 group, $3 change of its running
-	 * jobs (the trigger jq_group_count).  Creates the group's row with its
-	 * first job; an insert of a pending job into an existing group writes
-	 * nothing.  Operators qualified: triggers also fire under a caller's
-	 * search_path (hand-written SQL).
+	 * jobs (the trigger jq_group_count, when JQ_PLAN_GROUP_ADD found no
+	 * row).  Creates the group's row, or adds to it when a concurrent
+	 * transaction created it.  Operators qualified: triggers also fire
+	 * under a caller's search_path (hand-written SQL).
 	 */
 	[JQ_PLAN_GROUP_COUNT] = {
 		"INSERT INTO jobqueue.groups AS gr (queue_name, group_key, running) "
@@ -1121,6 +1127,35 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"WHERE $3 OPERATOR(pg_catalog.<>) 0",
 		3, {TEXTOID, TEXTOID, INT4OID},
 		.name = "group count"
+	},
+	/*
+	 * JQ_PLAN_GROUP_ADD: $1 queue, $2 group, $3 change of its running jobs
+	 * (the trigger jq_group_count, when a job moves into or out of
+	 * running).  The group's row exists but for a job inserted as running
+	 * before its group had a row: no row back, then JQ_PLAN_GROUP_COUNT.
+	 * An UPDATE: no speculative insertion and no separate row lock record,
+	 * unlike INSERT ... ON CONFLICT DO UPDATE.  Operators qualified, as in
+	 * JQ_PLAN_GROUP_COUNT.
+	 */
+	[JQ_PLAN_GROUP_ADD] = {
+		"UPDATE jobqueue.groups gr "
+		"SET running = GREATEST(gr.running OPERATOR(pg_catalog.+) $3, 0) "
+		"WHERE gr.queue_name OPERATOR(pg_catalog.=) $1 "
+		"  AND gr.group_key OPERATOR(pg_catalog.=) $2",
+		3, {TEXTOID, TEXTOID, INT4OID},
+		.name = "group add"
+	},
+	/*
+	 * JQ_PLAN_GROUP_CREATE: $1 queue, $2 group (the trigger jq_group_count,
+	 * for a job inserted in a state other than running).  Creates the
+	 * group's row with its first job; an existing row is neither locked
+	 * nor written.
+	 */
+	[JQ_PLAN_GROUP_CREATE] = {
+		"INSERT INTO jobqueue.groups (queue_name, group_key, running) "
+		"VALUES ($1, $2, 0) ON CONFLICT (queue_name, group_key) DO NOTHING",
+		2, {TEXTOID, TEXTOID},
+		.name = "group create"
 	},
 	/*
 	 * JQ_PLAN_GROUP_STATS: $1 queue, $2 now.  One row per group with jobs
