@@ -445,6 +445,7 @@ jq_explain_claim(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	Tuplestorestate *tupstore;
 	JqPlanId	plan;
+	bool		rotated;
 	uint64		i;
 
 	tupstore = jq_srf_init(fcinfo, &tupdesc);
@@ -456,9 +457,10 @@ jq_explain_claim(PG_FUNCTION_ARGS)
 	DropPreparedStatement("jobqueue_explain_claim", false);
 	/* the statement of the queue's policy; the group claims' $6 is text */
 	plan = jq_claim_plan_of(queue_name);
+	rotated = (plan == JQ_PLAN_CLAIM_GROUPS || plan == JQ_PLAN_CLAIM_ORDERED);
 	jq_execute_once("prepare explain", psprintf("PREPARE jobqueue_explain_claim"
 							 "(text, int4, text, interval, timestamptz%s) AS %s",
-							 (plan == JQ_PLAN_CLAIM_GROUPS || plan == JQ_PLAN_CLAIM_ORDERED) ? ", text" : "",
+							 rotated ? ", text" : "",
 							 jq_plan_sql(plan)),
 					0, NULL, NULL, NULL, SPI_OK_UTILITY);
 	PG_TRY();
@@ -469,7 +471,7 @@ jq_explain_claim(PG_FUNCTION_ARGS)
 		jq_execute_once("explain claim", psprintf("EXPLAIN (COSTS OFF) EXECUTE jobqueue_explain_claim"
 								 "(%s, %d, 'explain', NULL, pg_catalog.now()%s)",
 								 quote_literal_cstr(queue_name), n,
-								 (plan == JQ_PLAN_CLAIM_GROUPS || plan == JQ_PLAN_CLAIM_ORDERED) ? ", NULL" : ""),
+								 rotated ? ", NULL" : ""),
 						0, NULL, NULL, NULL, SPI_OK_UTILITY);
 	}
 	PG_FINALLY();
