@@ -255,7 +255,11 @@
  * snapshot moved is rechecked in its newest version (READ COMMITTED's
  * EvalPlanQual: status and available_at), so one head is never handed out
  * twice and a running head never has a successor claimed.  running = 0 in
- * the snapshot only spares the head lookup of a group that is busy.
+ * the snapshot only spares the head lookup of a group that is busy.  The
+ * head is read again by its ctid (a TID scan, no second index descent);
+ * EvalPlanQual does not recheck the ctid, only the filters, on the newest
+ * version.  (The planner may put a Memoize over the TID scan: every head
+ * comes once per statement, so it never answers from its cache.)
  */
 #define JQ_HEAD_BRANCH_SQL(RANGE) \
 	"SELECT * FROM (SELECT gr.group_key, j.id, j.priority, j.available_at " \
