@@ -1054,9 +1054,11 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * jobqueue.groups is needed.  g0: up to n groups in rotation order with
 	 * their head locked (JQ_HEAD_BRANCH_SQL).  g: 1 job for each, and for
 	 * the group of the jobs without a group what JQ_PLAN_CLAIM_GROUPS gives
-	 * it.  c: the candidates ranked as in JQ_PLAN_CLAIM_GROUPS; the first n
-	 * are locked (the heads are ours already; status and due rechecked)
-	 * and leased.  Refuses a queue that is not strictly ordered (any more).
+	 * it.  c: the candidates ranked as in JQ_PLAN_CLAIM_GROUPS, from the
+	 * values g0 read (the heads' newest versions), and the first n leased:
+	 * the heads are locked already, the jobs of the group '' are locked in
+	 * l (SKIP LOCKED, status and due rechecked).  Refuses a queue that is
+	 * not strictly ordered (any more).
 	 * Returns the claim's columns, then the group and its rotation
 	 * position, for the cursor.
 	 */
