@@ -450,6 +450,7 @@ jq_explain_claim(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	Tuplestorestate *tupstore;
 	JqPlanId	plan;
+	bool		rotated;
 	uint64		i;
 
 	tupstore = jq_srf_init(fcinfo, &tupdesc);
@@ -461,13 +462,14 @@ jq_explain_claim(PG_FUNCTION_ARGS)
 	DropPreparedStatement("jobqueue_explain_claim", false);
 	/*
 	 * the statement of the queue's policy: the plain claim's $4 is the lease's
-	 * end, the others' the lease; the group claim's $6 is text
+	 * end, the others' the lease; the group claims' $6 is text
 	 */
 	plan = jq_claim_plan_of(queue_name);
+	rotated = (plan == JQ_PLAN_CLAIM_GROUPS || plan == JQ_PLAN_CLAIM_ORDERED);
 	jq_execute_once("prepare explain", psprintf("PREPARE jobqueue_explain_claim"
 							 "(text, int4, text, %s, timestamptz%s) AS %s",
 							 plan == JQ_PLAN_CLAIM_PLAIN ? "timestamptz" : "interval",
-							 plan == JQ_PLAN_CLAIM_GROUPS ? ", text" : "",
+							 rotated ? ", text" : "",
 							 jq_plan_sql(plan)),
 					0, NULL, NULL, NULL, SPI_OK_UTILITY);
 	PG_TRY();
@@ -478,7 +480,7 @@ jq_explain_claim(PG_FUNCTION_ARGS)
 		jq_execute_once("explain claim", psprintf("EXPLAIN (COSTS OFF) EXECUTE jobqueue_explain_claim"
 								 "(%s, %d, 'explain', NULL, pg_catalog.now()%s)",
 								 quote_literal_cstr(queue_name), n,
-								 plan == JQ_PLAN_CLAIM_GROUPS ? ", NULL" : ""),
+								 rotated ? ", NULL" : ""),
 						0, NULL, NULL, NULL, SPI_OK_UTILITY);
 	}
 	PG_FINALLY();

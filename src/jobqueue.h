@@ -98,11 +98,13 @@ typedef enum JqPlanId
 	JQ_PLAN_ENQUEUE_UNKEYED,
 	JQ_PLAN_ENQUEUE_MANY_GROUPED,
 	JQ_PLAN_CLAIM_PLAIN,
-	JQ_PLAN_QUEUE_POLICY,
 	JQ_PLAN_QUEUE_SETTINGS,
 	JQ_PLAN_CLAIM_AGED,
 	JQ_PLAN_CLAIM_GROUPS,
+	JQ_PLAN_CLAIM_ORDERED,
 	JQ_PLAN_GROUP_COUNT,
+	JQ_PLAN_GROUP_ADD,
+	JQ_PLAN_GROUP_CREATE,
 	JQ_PLAN_GROUP_STATS,
 	/* schedules and rate limits (schedules.c, lifecycle.c) */
 	JQ_PLAN_SCHEDULES_DUE,
@@ -220,6 +222,7 @@ typedef struct JqQueueSettings
 	bool		exists;			/* false: no such queue (also cached) */
 	bool		paused;
 	bool		group_policy;	/* group_concurrency, group_ordered or round_robin */
+	bool		ordered;		/* group_ordered */
 	bool		aged;			/* priority_aging */
 	Interval	lease_duration;
 	Interval	max_runtime;

@@ -19,11 +19,15 @@
  * The claim statement is chosen by the policy (jq_claim_execute), read
  * from the backend's cache of queue settings (queuecache.c): a queue
  * without any runs JQ_PLAN_CLAIM_PLAIN, which reads the jobs table only;
- * aging alone JQ_PLAN_CLAIM_AGED; a group policy JQ_PLAN_CLAIM_GROUPS.  A
+ * aging alone JQ_PLAN_CLAIM_AGED; strict order per group
+ * JQ_PLAN_CLAIM_ORDERED; any other group policy JQ_PLAN_CLAIM_GROUPS.  A
  * policy change takes effect for the claims that start after it commits;
  * a claim already under way finishes under the settings it read, exactly
  * as if it had run a moment before the change (its running jobs count
- * against the new limits either way, see below).
+ * against the new limits either way, see below).  The aged and ordered
+ * claims also read the policy themselves and claim nothing from a queue
+ * that has another one.  (JQ_PLAN_CLAIM_GROUPS also serves a strictly
+ * ordered queue correctly: both claims lock the head they lease.)
  *
  * Why the group limits hold (see also src/README.md): jobqueue.groups has
  * one row per (queue, group) with its number of running jobs.  The
@@ -37,6 +41,16 @@
  * therefore never serve one group at the same time, and the second sees
  * the first's jobs in the counter.  A strictly ordered group is only
  * served with a counter of 0 and its oldest unfinished job pending.
+ *
+ * Strict order needs no counter and no group lock: the group runs only its
+ * head, the lowest id among its pending, running and dead jobs.  The
+ * ordered claim reads the head in its snapshot and leases it only when it
+ * can lock it (FOR UPDATE SKIP LOCKED) and its newest version is still
+ * pending and due.  A snapshot that is behind can show a head as pending
+ * that was claimed since (the lock or the recheck refuses it) or as running
+ * when it finished (the group waits for the next claim), never a later job
+ * as the head while an earlier one is unfinished: succeeded and cancelled
+ * are final (but for an operator's replay of a cancelled job).
  *
  * Rotation: each backend remembers, per queue, the last group it served
  * (a small hash in TopMemoryContext); its next claim starts after it.
@@ -65,7 +79,8 @@ typedef enum JqClaimKind
 {
 	JQ_CLAIM_PLAIN,
 	JQ_CLAIM_AGED,
-	JQ_CLAIM_GROUPS
+	JQ_CLAIM_GROUPS,
+	JQ_CLAIM_ORDERED
 } JqClaimKind;
 
 /* The rotation cursor of a queue's group claims, in this backend */
@@ -211,6 +226,8 @@ jq_queue_claim_kind(const char *queue_name)
 
 	if (!settings->exists)
 		jq_raise_unknown_queue(queue_name);
+	if (settings->ordered)
+		return JQ_CLAIM_ORDERED;
 	if (settings->group_policy)
 		return JQ_CLAIM_GROUPS;
 	if (settings->aged)
@@ -232,6 +249,8 @@ jq_claim_plan_of(const char *queue_name)
 	{
 		case JQ_CLAIM_GROUPS:
 			return JQ_PLAN_CLAIM_GROUPS;
+		case JQ_CLAIM_ORDERED:
+			return JQ_PLAN_CLAIM_ORDERED;
 		case JQ_CLAIM_AGED:
 			return JQ_PLAN_CLAIM_AGED;
 		case JQ_CLAIM_PLAIN:
@@ -294,8 +313,8 @@ jq_claim_plain(const JqQueueSettings *settings, Datum *values,
 
 /*
  * Run the claim statement of kind with jq_claim's parameters (values and
- * nulls: queue, n, owner, lease, now); the group claim also gets the
- * backend's rotation cursor, and moves it to the last group served.
+ * nulls: queue, n, owner, lease, now); the group claims also get the
+ * backend's rotation cursor, and move it to the last group served.
  */
 static void
 jq_claim_run(JqClaimKind kind, const JqQueueSettings *settings,
@@ -305,6 +324,7 @@ jq_claim_run(JqClaimKind kind, const JqQueueSettings *settings,
 	char		gnulls[6];
 	int64		last_pos = 0;
 	uint64		i;
+	JqPlanId	plan = JQ_PLAN_CLAIM_GROUPS;
 
 	switch (kind)
 	{
@@ -315,6 +335,9 @@ jq_claim_run(JqClaimKind kind, const JqQueueSettings *settings,
 			jq_execute(JQ_PLAN_CLAIM_AGED, values, nulls, SPI_OK_SELECT);
 			return;
 		case JQ_CLAIM_GROUPS:
+			break;
+		case JQ_CLAIM_ORDERED:
+			plan = JQ_PLAN_CLAIM_ORDERED;
 			break;
 	}
 
@@ -330,7 +353,7 @@ jq_claim_run(JqClaimKind kind, const JqQueueSettings *settings,
 		gvalues[5] = (Datum) 0;
 		gnulls[5] = JQ_ISNULL;
 	}
-	jq_execute(JQ_PLAN_CLAIM_GROUPS, gvalues, gnulls, SPI_OK_SELECT);
+	jq_execute(plan, gvalues, gnulls, SPI_OK_SELECT);
 
 	/* the cursor moves to the group served last in rotation order */
 	for (i = 0; i < SPI_processed; i++)
@@ -376,7 +399,8 @@ jq_claim_execute(const char *queue_name, Datum *values, const char *nulls)
 		jq_raise_unknown_queue(queue_name);
 	if (settings->paused)
 		return 0;
-	kind = settings->group_policy ? JQ_CLAIM_GROUPS :
+	kind = settings->ordered ? JQ_CLAIM_ORDERED :
+		settings->group_policy ? JQ_CLAIM_GROUPS :
 		settings->aged ? JQ_CLAIM_AGED : JQ_CLAIM_PLAIN;
 	jq_claim_run(kind, settings, jq_policy_entry(queue_name), values, nulls);
 	return SPI_processed;
@@ -391,7 +415,13 @@ jq_tuple_running(HeapTuple tup, TupleDesc tupdesc, int status_attno)
 	return s != NULL && strcmp(s, "running") == 0;
 }
 
-/* Add delta to the running jobs of (queue, group), creating its row. */
+/*
+ * Add delta to the running jobs of (queue, group), creating its row.  A
+ * move into or out of running is an UPDATE of the row (it exists: its
+ * job's insert created it), which locks it until the end of the
+ * transaction; a job entering a group in a state other than running
+ * creates the row if there is none and leaves an existing one alone.
+ */
 static void
 jq_group_add(Datum queue, Datum group, int delta)
 {
@@ -400,7 +430,15 @@ jq_group_add(Datum queue, Datum group, int delta)
 	values[0] = queue;
 	values[1] = group;
 	values[2] = Int32GetDatum(delta);
-	jq_execute(JQ_PLAN_GROUP_COUNT, values, NULL, SPI_OK_INSERT);
+	if (delta == 0)
+		jq_execute(JQ_PLAN_GROUP_CREATE, values, NULL, SPI_OK_INSERT);
+	else
+	{
+		/* the row exists unless the group's first job came in running */
+		jq_execute(JQ_PLAN_GROUP_ADD, values, NULL, SPI_OK_UPDATE);
+		if (SPI_processed == 0)
+			jq_execute(JQ_PLAN_GROUP_COUNT, values, NULL, SPI_OK_INSERT);
+	}
 }
 
 /*

@@ -300,6 +300,44 @@
 	CONFLICT \
 	"RETURNING " JQ_OUTCOME_SQL("$7", "(SELECT q.notify FROM q)", "false") ", j.id"
 
+/*
+ * One branch of the rotation of the strictly ordered claim over the groups
+ * (RANGE is a condition on gr): the group's head, the lowest id among its
+ * pending, running and dead jobs, read in the statement's snapshot, when it
+ * is pending and due, locked FOR UPDATE SKIP LOCKED; for the group of the
+ * jobs without a group (''), its best ready job.  A head another claim
+ * holds is skipped, and a head that a transaction committed since the
+ * snapshot moved is rechecked in its newest version (READ COMMITTED's
+ * EvalPlanQual: status and available_at), so one head is never handed out
+ * twice and a running head never has a successor claimed.  running = 0 in
+ * the snapshot only spares the head lookup of a group that is busy.  The
+ * head is read again by its ctid (a TID scan, no second index descent);
+ * EvalPlanQual does not recheck the ctid, only the filters, on the newest
+ * version.  (The planner may put a Memoize over the TID scan: every head
+ * comes once per statement, so it never answers from its cache.)
+ */
+#define JQ_HEAD_BRANCH_SQL(RANGE) \
+	"SELECT * FROM (SELECT gr.group_key, j.id, j.priority, j.available_at " \
+	"  FROM jobqueue.groups gr CROSS JOIN LATERAL (" \
+	"    SELECT * FROM (SELECT h.ctid AS tid, h.status, h.available_at " \
+	"      FROM jobqueue.jobs h " \
+	"      WHERE gr.group_key <> '' AND h.queue_name = $1 " \
+	"        AND h.group_key = gr.group_key " \
+	"        AND h.status IN ('pending', 'running', 'dead') " \
+	"      ORDER BY h.id LIMIT 1) hh " \
+	"    UNION ALL " \
+	"    SELECT * FROM (SELECT r.ctid, r.status, r.available_at " \
+	"      FROM jobqueue.jobs r " \
+	"      WHERE gr.group_key = '' AND r.queue_name = $1 AND r.group_key = '' " \
+	"        AND r.status = 'pending' AND r.available_at <= $5 " \
+	"      ORDER BY r.priority DESC, r.available_at, r.id LIMIT 1) hr) hd " \
+	"  JOIN jobqueue.jobs j ON j.ctid = hd.tid " \
+	"  WHERE gr.queue_name = $1 AND " RANGE " " \
+	"    AND (gr.group_key = '' OR gr.running = 0) AND EXISTS (SELECT FROM q) " \
+	"    AND hd.status = 'pending' AND hd.available_at <= $5 " \
+	"    AND j.queue_name = $1 AND j.status = 'pending' AND j.available_at <= $5 " \
+	"  ORDER BY gr.group_key LIMIT $2 FOR UPDATE OF j SKIP LOCKED) b "
+
 typedef struct JqPlanSpec
 {
 	const char *sql;
@@ -935,24 +973,14 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	/*
 	 * JQ_PLAN_QUEUE_SETTINGS: $1 queue.  What a claim needs of the queue's
 	 * row (queuecache.c): paused, lease_duration, max_runtime, a group
-	 * policy, priority aging.
+	 * policy, priority aging, strict order per group.
 	 */
 	[JQ_PLAN_QUEUE_SETTINGS] = {
 		"SELECT q.paused, q.lease_duration, q.max_runtime, "
-		JQ_GROUP_POLICY_SQL ", q.priority_aging IS NOT NULL "
+		JQ_GROUP_POLICY_SQL ", q.priority_aging IS NOT NULL, q.group_ordered "
 		"FROM jobqueue.queues q WHERE q.queue_name = $1",
 		1, {TEXTOID},
 		.name = "queue settings", .read_only = true
-	},
-	/*
-	 * JQ_PLAN_QUEUE_POLICY: $1 queue.  Which claim statement the queue
-	 * needs: a group policy, priority aging.
-	 */
-	[JQ_PLAN_QUEUE_POLICY] = {
-		"SELECT " JQ_GROUP_POLICY_SQL ", q.priority_aging IS NOT NULL "
-		"FROM jobqueue.queues q WHERE q.queue_name = $1",
-		1, {TEXTOID},
-		.name = "queue policy", .read_only = true
 	},
 	/*
 	 * JQ_PLAN_CLAIM_AGED: $1 queue, $2 n, $3 owner, $4 lease, $5 now; the
@@ -1079,11 +1107,85 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		.name = "claim groups"
 	},
 	/*
+	 * JQ_PLAN_CLAIM_ORDERED: $1 queue, $2 n, $3 owner, $4 lease, $5 now, $6
+	 * rotation cursor (as JQ_PLAN_CLAIM_GROUPS); the claim of a strictly
+	 * ordered queue (group_ordered), whatever its fairness and aging.
+	 *
+	 * A strictly ordered group runs one job at a time, its head, so the
+	 * head's own row lock serializes the claims of the group: no lock on
+	 * jobqueue.groups is needed.  g0: up to n groups in rotation order with
+	 * their head locked (JQ_HEAD_BRANCH_SQL).  g: 1 job for each, and for
+	 * the group of the jobs without a group what JQ_PLAN_CLAIM_GROUPS gives
+	 * it.  c: the candidates ranked as in JQ_PLAN_CLAIM_GROUPS, from the
+	 * values g0 read (the heads' newest versions), and the first n leased:
+	 * the heads are locked already, the jobs of the group '' are locked in
+	 * l (SKIP LOCKED, status and due rechecked).  Refuses a queue that is
+	 * not strictly ordered (any more).
+	 * Returns the claim's columns, then the group and its rotation
+	 * position, for the cursor.
+	 */
+	[JQ_PLAN_CLAIM_ORDERED] = {
+		"WITH q AS (SELECT q.lease_duration, q.max_runtime, "
+		"             q.fairness = 'round_robin' AS rr, "
+		"             pg_catalog.date_part('epoch', q.priority_aging) AS aging "
+		"           FROM jobqueue.queues q "
+		"           WHERE q.queue_name = $1 AND NOT q.paused AND q.group_ordered), "
+		"g0 AS (SELECT s.group_key, s.id, s.priority, s.available_at, "
+		"         pg_catalog.row_number() OVER () AS pos "
+		"       FROM (SELECT * FROM ("
+		JQ_HEAD_BRANCH_SQL("$6::text IS NULL")
+		"             UNION ALL "
+		JQ_HEAD_BRANCH_SQL("gr.group_key > $6")
+		"             UNION ALL "
+		JQ_HEAD_BRANCH_SQL("gr.group_key <= $6")
+		"             ) s0 LIMIT $2) s), "
+		"g AS (SELECT g0.group_key, g0.id, g0.priority, g0.available_at, g0.pos, "
+		"        CASE WHEN g0.group_key <> '' THEN 1 "
+		"             ELSE LEAST($2::bigint, "
+		"                        CASE WHEN q.rr THEN ($2 + n.ng - 1) / n.ng ELSE $2 END) "
+		"        END AS cap "
+		"      FROM g0, q, (SELECT pg_catalog.count(*) AS ng FROM g0) n), "
+		"c AS (SELECT x.id, g.group_key, g.pos, pg_catalog.row_number() OVER ("
+		"        ORDER BY CASE WHEN q.rr THEN x.turn END, CASE WHEN q.rr THEN g.pos END, "
+		"                 x.eff DESC, x.available_at, x.id) AS rank "
+		"      FROM g CROSS JOIN q CROSS JOIN LATERAL ("
+		"        SELECT y.id, y.available_at, y.eff, "
+		"               pg_catalog.row_number() OVER () AS turn "
+		"        FROM (SELECT * FROM ("
+		"                SELECT j.id, j.available_at, "
+		"                       " JQ_EFFECTIVE_PRIORITY_SQL("$5", "q.aging") " AS eff "
+		"                FROM jobqueue.jobs j "
+		"                WHERE g.group_key = '' AND j.queue_name = $1 "
+		"                  AND j.group_key = '' AND j.status = 'pending' "
+		"                  AND j.available_at <= $5 "
+		"                ORDER BY j.priority DESC, j.available_at, j.id LIMIT g.cap) a "
+		"              UNION ALL "
+		"              SELECT j.id, j.available_at, "
+		"                     " JQ_EFFECTIVE_PRIORITY_SQL("$5", "q.aging") " AS eff "
+		"              FROM (SELECT g.id, g.priority, g.available_at) j "
+		"              WHERE g.group_key <> '') y) x "
+		"      ORDER BY rank LIMIT $2), "
+		"l AS (SELECT j.id FROM jobqueue.jobs j "
+		"      WHERE j.queue_name = $1 "
+		"        AND j.id = ANY (ARRAY(SELECT c.id FROM c WHERE c.group_key = '')) "
+		"        AND j.status = 'pending' AND j.available_at <= $5 "
+		"      FOR UPDATE OF j SKIP LOCKED), "
+		"u AS (" JQ_LEASE_SQL("SELECT c.id FROM c WHERE c.group_key <> '' "
+							  "UNION ALL SELECT l.id FROM l") " "
+		"      RETURNING j.id, j.payload, j.attempt_count, j.lease_token, "
+		"                j.lease_expires_at) "
+		"SELECT u.id, u.payload, u.attempt_count, u.lease_token, u.lease_expires_at, "
+		"       c.group_key, c.pos "
+		"FROM u JOIN c ON c.id = u.id ORDER BY c.rank",
+		6, {TEXTOID, INT4OID, TEXTOID, INTERVALOID, TIMESTAMPTZOID, TEXTOID},
+		.name = "claim ordered"
+	},
+	/*
 	 * JQ_PLAN_GROUP_COUNT: $1 queue, $2 group, $3 change of its running
-	 * jobs (the trigger jq_group_count).  Creates the group's row with its
-	 * first job; an insert of a pending job into an existing group writes
-	 * nothing.  Operators qualified: triggers also fire under a caller's
-	 * search_path (hand-written SQL).
+	 * jobs (the trigger jq_group_count, when JQ_PLAN_GROUP_ADD found no
+	 * row).  Creates the group's row, or adds to it when a concurrent
+	 * transaction created it.  Operators qualified: triggers also fire
+	 * under a caller's search_path (hand-written SQL).
 	 */
 	[JQ_PLAN_GROUP_COUNT] = {
 		"INSERT INTO jobqueue.groups AS gr (queue_name, group_key, running) "
@@ -1093,6 +1195,35 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"WHERE $3 OPERATOR(pg_catalog.<>) 0",
 		3, {TEXTOID, TEXTOID, INT4OID},
 		.name = "group count"
+	},
+	/*
+	 * JQ_PLAN_GROUP_ADD: $1 queue, $2 group, $3 change of its running jobs
+	 * (the trigger jq_group_count, when a job moves into or out of
+	 * running).  The group's row exists but for a job inserted as running
+	 * before its group had a row: no row back, then JQ_PLAN_GROUP_COUNT.
+	 * An UPDATE: no speculative insertion and no separate row lock record,
+	 * unlike INSERT ... ON CONFLICT DO UPDATE.  Operators qualified, as in
+	 * JQ_PLAN_GROUP_COUNT.
+	 */
+	[JQ_PLAN_GROUP_ADD] = {
+		"UPDATE jobqueue.groups gr "
+		"SET running = GREATEST(gr.running OPERATOR(pg_catalog.+) $3, 0) "
+		"WHERE gr.queue_name OPERATOR(pg_catalog.=) $1 "
+		"  AND gr.group_key OPERATOR(pg_catalog.=) $2",
+		3, {TEXTOID, TEXTOID, INT4OID},
+		.name = "group add"
+	},
+	/*
+	 * JQ_PLAN_GROUP_CREATE: $1 queue, $2 group (the trigger jq_group_count,
+	 * for a job inserted in a state other than running).  Creates the
+	 * group's row with its first job; an existing row is neither locked
+	 * nor written.
+	 */
+	[JQ_PLAN_GROUP_CREATE] = {
+		"INSERT INTO jobqueue.groups (queue_name, group_key, running) "
+		"VALUES ($1, $2, 0) ON CONFLICT (queue_name, group_key) DO NOTHING",
+		2, {TEXTOID, TEXTOID},
+		.name = "group create"
 	},
 	/*
 	 * JQ_PLAN_GROUP_STATS: $1 queue, $2 now.  One row per group with jobs

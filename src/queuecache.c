@@ -261,6 +261,7 @@ jq_queue_settings(const char *queue_name)
 		settings.max_runtime = *DatumGetIntervalP(jq_result(0, 3));
 		settings.group_policy = jq_result_bool(0, 4);
 		settings.aged = jq_result_bool(0, 5);
+		settings.ordered = jq_result_bool(0, 6);
 	}
 	/* entered only now: an error above leaves no half-filled entry */
 	entry = hash_search(queue_settings, key, HASH_ENTER, &found);
@@ -269,6 +270,7 @@ jq_queue_settings(const char *queue_name)
 	entry->paused = settings.paused;
 	entry->group_policy = settings.group_policy;
 	entry->aged = settings.aged;
+	entry->ordered = settings.ordered;
 	entry->lease_duration = settings.lease_duration;
 	entry->max_runtime = settings.max_runtime;
 	return entry;
