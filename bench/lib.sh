@@ -86,8 +86,15 @@ start_cluster() {
 	jq_stop_leftover "$WORK/data"
 	rm -rf "$WORK"
 	mkdir -p "$WORK/tmp" "$RES"
-	# Results of an earlier run would mix with this one's.
-	rm -f "$RES"/*.csv "$RES"/*.png "$RES"/*.txt
+	# Results of an earlier run of the same parts would mix with this
+	# one's; the files of the other parts (and of the scripts that are not
+	# parts, such as regression.txt) stay.
+	local part f
+	for part in ${BENCH_RAN:-$BENCH_PARTS}; do
+		for f in ${BENCH_PART_FILES[$part]:-}; do
+			rm -f "$RES/$f"
+		done
+	done
 	chown -R "$JQ_PGUSER" "$WORK"
 	log "creating a throwaway cluster in $WORK/data"
 	jq_cluster_init "$WORK" "$PORT" -U postgres --locale=C.UTF-8
@@ -260,7 +267,7 @@ has_rows() {
 
 export_results() {
 	log "writing results to $RES"
-	local f
+	local f part
 	export_csv() {
 		bench_psql -d benchres -c "\\copy ($2) TO STDOUT WITH (FORMAT csv, HEADER)" >"$RES/$1.csv"
 	}
@@ -323,16 +330,18 @@ export_results() {
 		echo "settings that differ from the defaults:"
 		q "SELECT name || ' = ' || setting || coalesce(' ' || unit, '') FROM pg_settings
 			WHERE source NOT IN ('default', 'override') ORDER BY name" | sed 's/^/  /'
-	} >"$RES/environment.txt"
-	cat "$RES/environment.txt"
-	for f in "$RES"/*.csv; do
-		[ -f "$f" ] || continue
-		log "$(basename "$f")"
-		head -n 40 "$f" | column -s, -t
+	} >"$(bench_run_file environment.txt)"
+	cat "$(bench_run_file environment.txt)"
+	for part in $BENCH_RAN; do
+		for f in ${BENCH_PART_FILES[$part]:-}; do
+			[[ $f == *.csv && -f $RES/$f ]] || continue
+			log "$f"
+			head -n 40 "$RES/$f" | column -s, -t
+		done
 	done
 	plot_results
-	summary_md >"$RES/summary.md"
-	log "summary: $RES/summary.md"
+	summary_md >"$(bench_run_file summary.md)"
+	log "summary: $(bench_run_file summary.md)"
 }
 
 # A markdown table: md_table "col | col | ..." "query" (the query's columns
@@ -423,6 +432,13 @@ summary_md() {
 				pg_size_pretty((array_agg(total_bytes ORDER BY t DESC))[1]),
 				max(n_dead_tup)
 		   FROM churn HAVING count(*) > 0"
+	if [[ " $BENCH_RAN " == *" peers "* && -s $RES/peers.txt ]]; then
+		echo "## against other queues (peers.txt)"
+		echo
+		echo '```'
+		cat "$RES/peers.txt"
+		echo '```'
+	fi
 }
 
 # Data files for gnuplot (one per line in a plot) and the plots themselves.
@@ -457,6 +473,9 @@ plot_results() {
 	r "SELECT t, tps, lat_ms, lag_ms, total_bytes / 1048576.0, table_bytes / 1048576.0,
 			index_bytes / 1048576.0, n_dead_tup, n_live_tup, pending + running
 		 FROM churn ORDER BY t" | tr '|' ' ' >"$d/churn.dat"
+	case " $BENCH_RAN " in
+	*" peers "*) peers_plot_data >"$d/peers.dat" ;;
+	esac
 	gnuplot -e "dat='$d'; out='$RES'; finished='$(awk -v n="$BENCH_GROWTH_FINISHED" \
 		'BEGIN { print (n >= 1e6 ? n / 1e6 "M" : n / 1e3 "k") }')'" "$BENCH_DIR/plots.gp"
 	ls "$RES"/*.png 2>/dev/null || true
@@ -473,9 +492,41 @@ cleanup() {
 
 # Install, start the cluster, run the parts named in $1 (in the order of
 # BENCH_PARTS), write the results, stop.
-BENCH_PARTS="throughput roundtrip diag naive growth reap bloat churn"
+BENCH_PARTS="throughput roundtrip diag naive growth reap bloat peers churn"
+# The files in $RES each part writes; a run replaces those of its parts
+# only.
+declare -A BENCH_PART_FILES=(
+	[throughput]="throughput_runs.csv throughput.csv batch_speedup.csv throughput_claim.png ratio.png"
+	[diag]="diag_statements.csv call_cost.csv explain_complete.txt"
+	[naive]="naive.csv"
+	[growth]="growth.csv growth_latency.png explain_growth.txt"
+	[reap]="reap.csv"
+	[bloat]="bloat.csv"
+	[roundtrip]="roundtrip.csv roundtrip.txt"
+	[churn]="churn.csv churn.png churn_settings.txt"
+	[peers]="$([ "${BENCH_PEERS_SEARCH:-0}" = 1 ] && echo "peers_search.csv peers_search.txt" ||
+		echo "peers.csv peers.txt peers_wal.csv peers.png peers_statements.txt peers_perf.txt")"
+)
+# The files that describe a whole run (environment.txt, loadavg.csv,
+# summary.md): a run of every part writes them under these names, a run of
+# some parts with the parts' names added (environment.peers.txt), so that
+# running one part does not replace the record of the full run.
+bench_run_file() {
+	local base=${1%.*} ext=${1##*.}
+	if [ "$BENCH_RAN" = "$BENCH_PARTS" ]; then
+		echo "$RES/$1"
+	else
+		echo "$RES/$base.$(tr ' ' '-' <<<"$BENCH_RAN").$ext"
+	fi
+}
 bench_main() {
 	local only=" $1 " part t
+	# the parts that run, in their order
+	BENCH_RAN=
+	for part in $BENCH_PARTS; do
+		case $only in *" $part "*) BENCH_RAN+="$part " ;; esac
+	done
+	BENCH_RAN=${BENCH_RAN% }
 	jq_install_packages gnuplot-nox
 	if [ "$BENCH_INSTALL" = 1 ]; then
 		local dir
@@ -490,7 +541,7 @@ bench_main() {
 	(echo "seconds,load1,part"; while :; do
 		echo "$(($(date +%s) - BENCH_T0)),$(cut -d' ' -f1 /proc/loadavg),$(cat "$WORK/part" 2>/dev/null)"
 		sleep 10
-	done) >"$RES/loadavg.csv" 2>/dev/null &
+	done) >"$(bench_run_file loadavg.csv)" 2>/dev/null &
 	LOAD_PID=$!
 	log "server: $(q 'SELECT version()')"
 	have_worker && log "background worker: on" || log "background worker: absent or off"

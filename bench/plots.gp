@@ -67,6 +67,29 @@ if (nonempty("growth_ext")) {
 	set format x "%g"
 }
 
+# The peer benchmark: jobs per second of each contender draining the same
+# backlog, median of the rounds with their min and max.
+if (nonempty("peers")) {
+	set output out . "/peers.png"
+	set terminal pngcairo noenhanced size 1100,500 font "sans,10"
+	set title "draining a backlog of no-op jobs: jobs per second (bar: median of the rounds, whiskers: min and max)"
+	set style fill solid 0.5 border -1
+	set boxwidth 0.6
+	set yrange [0:*]
+	set offsets 0.2, 0.2, 0, 0
+	set xlabel ""
+	set ylabel "jobs/s"
+	set key top right
+	unset logscale
+	plot f("peers") using 1:3:xtic(2) with boxes lc rgb "#4477aa" title "median", \
+		 f("peers") using 1:3:4:5 with yerrorbars lc rgb "black" pt 0 lw 1.5 title "min / max", \
+		 f("peers") using 1:3:(sprintf("%.0f", $3)) with labels offset 0,1.2 notitle
+	set offsets 0, 0, 0, 0
+	set autoscale y
+	set xtics auto
+	set terminal pngcairo noenhanced size 1300,500 font "sans,10"
+}
+
 # Sustained churn over time.
 if (nonempty("churn")) {
 	set output out . "/churn.png"

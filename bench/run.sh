@@ -30,7 +30,17 @@
 #   reap        time to clear 100k and 1M expired leases
 #   bloat       table and index size after 100k and 1M jobs flowed through,
 #               with and without purging
+#   peers       jobqueue, a minimal hand-written table, pg-boss,
+#               graphile-worker and jobqueue's Node.js client draining the
+#               same backlog of 100,000 no-op jobs, rounds alternating; WAL
+#               bytes per job; where jobqueue's server time goes
+#               (bench/peers.sh; needs Node.js, npm and the npm registry)
 #   churn       steady-rate enqueue+claim+complete, sampled over time
+#
+# Each part replaces only its own files in bench/results/ (the list is
+# BENCH_PART_FILES in lib.sh); environment.txt, loadavg.csv and summary.md
+# describe a run of every part, a run of some parts writes them with the
+# parts' names added (environment.peers.txt).
 source "$(dirname "$0")/lib.sh"
 for part in $BENCH_PARTS; do
 	source "$BENCH_DIR/$part.sh"

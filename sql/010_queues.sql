@@ -72,7 +72,7 @@ SELECT v.what, test_helpers.try(v.stmt) AS result FROM (VALUES
 	('max_runtime negative', $$SELECT jobqueue.jq_create_queue('q_bad', max_runtime => '-1 hour')$$),
 	('backoff_base 0',       $$SELECT jobqueue.jq_create_queue('q_bad', backoff_base => '0')$$),
 	('backoff_max negative', $$SELECT jobqueue.jq_create_queue('q_bad', backoff_max => '-1 day')$$),
-	('retention 0',          $$SELECT jobqueue.jq_create_queue('q_bad', retention => '0 days')$$),
+	('retention negative',   $$SELECT jobqueue.jq_create_queue('q_bad', retention => '-1 second')$$),
 	('retention 1000 years', $$SELECT jobqueue.jq_create_queue('q_bad', retention => '1000 years')$$),
 	('month minus days',     $$SELECT jobqueue.jq_create_queue('q_bad', lease_duration => '1 month -31 days')$$),
 	('alter max_attempts 0', $$SELECT jobqueue.jq_alter_queue('q_opts', max_attempts => -1)$$),

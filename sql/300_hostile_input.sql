@@ -132,8 +132,15 @@ SELECT a.arg, i.label, pg_temp.try(pg_catalog.format(
 FROM pg_catalog.unnest(ARRAY['lease_duration', 'max_runtime', 'backoff_base',
 							 'backoff_max', 'retention']) WITH ORDINALITY AS a(arg, ord),
 	bad_intervals i
-WHERE i.label NOT LIKE 'boundary%'
+WHERE i.label NOT LIKE 'boundary%' AND NOT (a.arg = 'retention' AND i.label = 'zero')
 ORDER BY a.ord, i.ord;
+
+-- a retention of zero is valid (the queue deletes a job when it
+-- succeeds): tried on a queue that is dropped again
+SELECT pg_temp.try($$SELECT jobqueue.jq_create_queue('hostile_zero', retention => '0')$$) AS create_result,
+	pg_temp.try($$SELECT jobqueue.jq_alter_queue('hostile_zero', retention => '0 days')$$) AS alter_result,
+	pg_temp.try($$SELECT retention FROM jobqueue.queues WHERE queue_name = 'hostile_zero'$$) AS retention,
+	pg_temp.try($$SELECT jobqueue.jq_drop_queue('hostile_zero')$$) AS drop_result;
 
 -- max_attempts
 SELECT v.val, pg_temp.try(pg_catalog.format(

@@ -117,7 +117,8 @@ jq_create_queue(PG_FUNCTION_ARGS)
 	values[3] = PointerGetDatum(jq_arg_interval(fcinfo, 3, "max_runtime", false, false));
 	values[4] = PointerGetDatum(jq_arg_interval(fcinfo, 4, "backoff_base", false, false));
 	values[5] = PointerGetDatum(jq_arg_interval(fcinfo, 5, "backoff_max", false, false));
-	values[6] = PointerGetDatum(jq_arg_interval(fcinfo, 6, "retention", false, false));
+	/* retention zero: the queue's jobs are deleted when they succeed */
+	values[6] = PointerGetDatum(jq_arg_interval(fcinfo, 6, "retention", false, true));
 	values[7] = BoolGetDatum(false);
 	if (PG_NARGS() > 7)
 		values[7] = jq_arg_required(fcinfo, 7, "notify_finished");
@@ -177,7 +178,9 @@ jq_alter_queue(PG_FUNCTION_ARGS)
 		values[1] = Int32GetDatum(jq_arg_positive_int4(fcinfo, 1, "max_attempts"));
 	for (i = 2; i <= 6; i++)
 	{
-		Interval   *iv = jq_arg_interval(fcinfo, i, interval_names[i - 2], true, false);
+		/* retention zero: the queue's jobs are deleted when they succeed */
+		Interval   *iv = jq_arg_interval(fcinfo, i, interval_names[i - 2], true,
+										 i == 6);
 
 		values[i] = PointerGetDatum(iv);
 		if (iv == NULL)
@@ -313,6 +316,8 @@ jq_set_paused(FunctionCallInfo fcinfo, bool paused)
 	if (SPI_processed == 0)
 		jq_raise_unknown_queue(queue_name);
 	notify = jq_result_bool(0, 1);
+	/* claims read paused from their cache of queue settings */
+	jq_queues_changed();
 	jq_spi_finish();
 	return notify;
 }
@@ -445,6 +450,7 @@ jq_explain_claim(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	Tuplestorestate *tupstore;
 	JqPlanId	plan;
+	bool		rotated;
 	uint64		i;
 
 	tupstore = jq_srf_init(fcinfo, &tupdesc);
@@ -454,11 +460,16 @@ jq_explain_claim(PG_FUNCTION_ARGS)
 
 	/* prepared statements outlive transactions: drop a leftover first */
 	DropPreparedStatement("jobqueue_explain_claim", false);
-	/* the statement of the queue's policy; the group claim's $6 is text */
+	/*
+	 * the statement of the queue's policy: the plain claim's $4 is the lease's
+	 * end, the others' the lease; the group claims' $6 is text
+	 */
 	plan = jq_claim_plan_of(queue_name);
+	rotated = (plan == JQ_PLAN_CLAIM_GROUPS || plan == JQ_PLAN_CLAIM_ORDERED);
 	jq_execute_once("prepare explain", psprintf("PREPARE jobqueue_explain_claim"
-							 "(text, int4, text, interval, timestamptz%s) AS %s",
-							 plan == JQ_PLAN_CLAIM_GROUPS ? ", text" : "",
+							 "(text, int4, text, %s, timestamptz%s) AS %s",
+							 plan == JQ_PLAN_CLAIM_PLAIN ? "timestamptz" : "interval",
+							 rotated ? ", text" : "",
 							 jq_plan_sql(plan)),
 					0, NULL, NULL, NULL, SPI_OK_UTILITY);
 	PG_TRY();
@@ -469,7 +480,7 @@ jq_explain_claim(PG_FUNCTION_ARGS)
 		jq_execute_once("explain claim", psprintf("EXPLAIN (COSTS OFF) EXECUTE jobqueue_explain_claim"
 								 "(%s, %d, 'explain', NULL, pg_catalog.now()%s)",
 								 quote_literal_cstr(queue_name), n,
-								 plan == JQ_PLAN_CLAIM_GROUPS ? ", NULL" : ""),
+								 rotated ? ", NULL" : ""),
 						0, NULL, NULL, NULL, SPI_OK_UTILITY);
 	}
 	PG_FINALLY();

@@ -95,12 +95,16 @@ typedef enum JqPlanId
 	JQ_PLAN_RETRY_DEPENDENCIES,
 	/* Ordering and fairness (ordering.c) */
 	JQ_PLAN_ENQUEUE_GROUPED,
+	JQ_PLAN_ENQUEUE_UNKEYED,
 	JQ_PLAN_ENQUEUE_MANY_GROUPED,
 	JQ_PLAN_CLAIM_PLAIN,
-	JQ_PLAN_QUEUE_POLICY,
+	JQ_PLAN_QUEUE_SETTINGS,
 	JQ_PLAN_CLAIM_AGED,
 	JQ_PLAN_CLAIM_GROUPS,
+	JQ_PLAN_CLAIM_ORDERED,
 	JQ_PLAN_GROUP_COUNT,
+	JQ_PLAN_GROUP_ADD,
+	JQ_PLAN_GROUP_CREATE,
 	JQ_PLAN_GROUP_STATS,
 	/* schedules and rate limits (schedules.c, lifecycle.c) */
 	JQ_PLAN_SCHEDULES_DUE,
@@ -108,7 +112,7 @@ typedef enum JqPlanId
 	JQ_PLAN_SCHEDULE_ADVANCE,
 	JQ_PLAN_SCHEDULES_NEXT,
 	JQ_PLAN_QUEUE_RATE,
-	JQ_PLAN_NOTIFY_FINISHED_QUEUES,
+	JQ_PLAN_COMPLETION_QUEUES,
 	JQ_NUM_PLANS
 } JqPlanId;
 
@@ -214,9 +218,22 @@ extern void jq_ordering_set_policy(FunctionCallInfo fcinfo, int argno,
 								   const char *queue_name, bool alter);
 
 /* The per-backend cache of queue settings (queuecache.c) */
+typedef struct JqQueueSettings
+{
+	char		queue_name[JQ_QUEUE_NAME_MAXLEN + 1];	/* hash key */
+	bool		exists;			/* false: no such queue (also cached) */
+	bool		paused;
+	bool		group_policy;	/* group_concurrency, group_ordered or round_robin */
+	bool		ordered;		/* group_ordered */
+	bool		aged;			/* priority_aging */
+	Interval	lease_duration;
+	Interval	max_runtime;
+} JqQueueSettings;
+
+extern const JqQueueSettings *jq_queue_settings(const char *queue_name);
 extern void jq_queues_changed(void);
 extern void jq_queues_changed_elsewhere(void);
-extern Datum jq_notify_finished_queues(void);
+extern void jq_completion_queues(Datum *notify_finished, Datum *delete_on_success);
 
 /* Set-returning helper (srf.c) */
 extern Tuplestorestate *jq_srf_init(FunctionCallInfo fcinfo,

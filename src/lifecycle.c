@@ -384,7 +384,8 @@ jq_enqueue(PG_FUNCTION_ARGS)
 	jq_spi_connect();
 	/* before 1.2 (ALTER EXTENSION UPDATE not run) the schema has no groups */
 	if (jq_ordering_installed())
-		jq_execute(JQ_PLAN_ENQUEUE_GROUPED, values, nulls, SPI_OK_INSERT_RETURNING);
+		jq_execute(nulls[5] == JQ_ISNULL ? JQ_PLAN_ENQUEUE_UNKEYED : JQ_PLAN_ENQUEUE_GROUPED,
+				   values, nulls, SPI_OK_INSERT_RETURNING);
 	else if (group_key == NULL)
 		jq_execute(JQ_PLAN_ENQUEUE, values, nulls, SPI_OK_INSERT_RETURNING);
 	else
@@ -706,8 +707,8 @@ jq_complete_batch(const JqCompleteArgs *args, TimestampTz now,
 				  Tuplestorestate *tupstore, TupleDesc tupdesc,
 				  instr_time *start)
 {
-	Datum		values[5];
-	char		nulls[5] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_ISNULL, JQ_NOTNULL};
+	Datum		values[6];
+	char		nulls[6] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_ISNULL, JQ_NOTNULL, JQ_NOTNULL};
 	uint64		i;
 	uint64		ncompleted;
 	Datum	   *completed;
@@ -720,8 +721,8 @@ jq_complete_batch(const JqCompleteArgs *args, TimestampTz now,
 	values[3] = PointerGetDatum(args->results);
 	if (args->results != NULL)
 		nulls[3] = JQ_NOTNULL;
-	values[4] = jq_notify_finished_queues();
-	jq_execute(JQ_PLAN_COMPLETE_MANY, values, nulls, SPI_OK_UPDATE_RETURNING);
+	jq_completion_queues(&values[4], &values[5]);
+	jq_execute(JQ_PLAN_COMPLETE_MANY, values, nulls, SPI_OK_SELECT);
 	ncompleted = SPI_processed;
 	completed = palloc(sizeof(Datum) * Max(ncompleted, 1));
 	for (i = 0; i < ncompleted; i++)
@@ -784,15 +785,16 @@ jq_claim(PG_FUNCTION_ARGS)
  * jq_complete(id, token, result) returns boolean
  *
  * True when the caller held the current, unexpired lease and the job is now
- * succeeded, with its result (NULL: none); false (and nothing changed,
- * the result not stored) otherwise.  A result larger than
+ * succeeded, with its result (NULL: none) -- or deleted, when its queue's
+ * retention is zero (the result is then not kept); false (and nothing
+ * changed, the result not stored) otherwise.  A result larger than
  * jobqueue.max_result_size is an error, and the job stays running.
  */
 Datum
 jq_complete(PG_FUNCTION_ARGS)
 {
-	Datum		values[5];
-	char		nulls[5] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_ISNULL, JQ_NOTNULL};
+	Datum		values[6];
+	char		nulls[6] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_ISNULL, JQ_NOTNULL, JQ_NOTNULL};
 	bool		done;
 	char	   *queue_name;
 	instr_time	start;
@@ -811,8 +813,8 @@ jq_complete(PG_FUNCTION_ARGS)
 	}
 
 	jq_spi_connect();
-	values[4] = jq_notify_finished_queues();
-	jq_execute(JQ_PLAN_COMPLETE, values, nulls, SPI_OK_UPDATE_RETURNING);
+	jq_completion_queues(&values[4], &values[5]);
+	jq_execute(JQ_PLAN_COMPLETE, values, nulls, SPI_OK_SELECT);
 	if (SPI_processed == 1)
 		done = jq_note_outcome(JQ_TR_COMPLETE, 0, NULL, NULL, &queue_name) == 1;
 	else

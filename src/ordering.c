@@ -16,13 +16,18 @@
  *	priority_aging		effective priority = priority + one per interval
  *						waited
  *
- * The claim statement is chosen by the policy (jq_claim_execute): a queue
- * without any keeps the plain JQ_PLAN_CLAIM, unchanged; aging alone uses
- * JQ_PLAN_CLAIM_AGED; a group policy JQ_PLAN_CLAIM_GROUPS.  Each statement
- * reads the policy itself and the first two refuse a queue that has
- * another one, so a policy changed by another session can never make a
- * claim break a limit: at worst a claim finds nothing, looks the policy up
- * again and runs the right statement.
+ * The claim statement is chosen by the policy (jq_claim_execute), read
+ * from the backend's cache of queue settings (queuecache.c): a queue
+ * without any runs JQ_PLAN_CLAIM_PLAIN, which reads the jobs table only;
+ * aging alone JQ_PLAN_CLAIM_AGED; strict order per group
+ * JQ_PLAN_CLAIM_ORDERED; any other group policy JQ_PLAN_CLAIM_GROUPS.  A
+ * policy change takes effect for the claims that start after it commits;
+ * a claim already under way finishes under the settings it read, exactly
+ * as if it had run a moment before the change (its running jobs count
+ * against the new limits either way, see below).  The aged and ordered
+ * claims also read the policy themselves and claim nothing from a queue
+ * that has another one.  (JQ_PLAN_CLAIM_GROUPS also serves a strictly
+ * ordered queue correctly: both claims lock the head they lease.)
  *
  * Why the group limits hold (see also src/README.md): jobqueue.groups has
  * one row per (queue, group) with its number of running jobs.  The
@@ -37,6 +42,16 @@
  * the first's jobs in the counter.  A strictly ordered group is only
  * served with a counter of 0 and its oldest unfinished job pending.
  *
+ * Strict order needs no counter and no group lock: the group runs only its
+ * head, the lowest id among its pending, running and dead jobs.  The
+ * ordered claim reads the head in its snapshot and leases it only when it
+ * can lock it (FOR UPDATE SKIP LOCKED) and its newest version is still
+ * pending and due.  A snapshot that is behind can show a head as pending
+ * that was claimed since (the lock or the recheck refuses it) or as running
+ * when it finished (the group waits for the next claim), never a later job
+ * as the head while an earlier one is unfinished: succeeded and cancelled
+ * are final (but for an operator's replay of a cancelled job).
+ *
  * Rotation: each backend remembers, per queue, the last group it served
  * (a small hash in TopMemoryContext); its next claim starts after it.
  *
@@ -49,6 +64,7 @@
 #include "commands/trigger.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "catalog/namespace.h"
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
@@ -63,24 +79,21 @@ typedef enum JqClaimKind
 {
 	JQ_CLAIM_PLAIN,
 	JQ_CLAIM_AGED,
-	JQ_CLAIM_GROUPS
+	JQ_CLAIM_GROUPS,
+	JQ_CLAIM_ORDERED
 } JqClaimKind;
 
-/* What this backend knows of a queue's policy, and its rotation cursor */
+/* The rotation cursor of a queue's group claims, in this backend */
 typedef struct JqQueuePolicy
 {
 	char		queue_name[JQ_QUEUE_NAME_MAXLEN + 1];	/* hash key */
-	JqClaimKind kind;
 	bool		has_cursor;
 	char		cursor[JQ_GROUP_KEY_MAXLEN + 1];
 } JqQueuePolicy;
 
 static HTAB *queue_policies = NULL;
 
-/*
- * The policy entry of queue_name, created (plain, no cursor) on first use.
- * The cache is only a hint: the statements check the policy themselves.
- */
+/* The rotation cursor entry of queue_name, created (empty) on first use. */
 static JqQueuePolicy *
 jq_policy_entry(const char *queue_name)
 {
@@ -110,10 +123,7 @@ jq_policy_entry(const char *queue_name)
 	}
 	entry = hash_search(queue_policies, key, HASH_ENTER, &found);
 	if (!found)
-	{
-		entry->kind = JQ_CLAIM_PLAIN;
 		entry->has_cursor = false;
-	}
 	return entry;
 }
 
@@ -206,21 +216,21 @@ jq_arg_group_keys(FunctionCallInfo fcinfo, int argno, int npayloads)
 }
 
 /*
- * Look up the claim statement queue_name needs; raises the unknown-queue
- * error when it does not exist.  Replaces SPI_tuptable.
+ * The claim statement queue_name needs; raises the unknown-queue error when
+ * it does not exist.  May replace SPI_tuptable (jq_queue_settings).
  */
 static JqClaimKind
 jq_queue_claim_kind(const char *queue_name)
 {
-	Datum		values[1];
+	const JqQueueSettings *settings = jq_queue_settings(queue_name);
 
-	values[0] = CStringGetTextDatum(queue_name);
-	jq_execute(JQ_PLAN_QUEUE_POLICY, values, NULL, SPI_OK_SELECT);
-	if (SPI_processed == 0)
+	if (!settings->exists)
 		jq_raise_unknown_queue(queue_name);
-	if (jq_result_bool(0, 1))
+	if (settings->ordered)
+		return JQ_CLAIM_ORDERED;
+	if (settings->group_policy)
 		return JQ_CLAIM_GROUPS;
-	if (jq_result_bool(0, 2))
+	if (settings->aged)
 		return JQ_CLAIM_AGED;
 	return JQ_CLAIM_PLAIN;
 }
@@ -239,6 +249,8 @@ jq_claim_plan_of(const char *queue_name)
 	{
 		case JQ_CLAIM_GROUPS:
 			return JQ_PLAN_CLAIM_GROUPS;
+		case JQ_CLAIM_ORDERED:
+			return JQ_PLAN_CLAIM_ORDERED;
 		case JQ_CLAIM_AGED:
 			return JQ_PLAN_CLAIM_AGED;
 		case JQ_CLAIM_PLAIN:
@@ -247,29 +259,85 @@ jq_claim_plan_of(const char *queue_name)
 	return JQ_PLAN_CLAIM_PLAIN;
 }
 
+/* Claim order of two leased jobs (columns 6 and 7: priority, available_at) */
+static int
+jq_claim_order_cmp(const void *a, const void *b, void *arg)
+{
+	TupleDesc	tupdesc = (TupleDesc) arg;
+	HeapTuple	ta = *(const HeapTuple *) a;
+	HeapTuple	tb = *(const HeapTuple *) b;
+	bool		isnull;
+	int32		pa = DatumGetInt32(SPI_getbinval(ta, tupdesc, 6, &isnull));
+	int32		pb = DatumGetInt32(SPI_getbinval(tb, tupdesc, 6, &isnull));
+	TimestampTz aa;
+	TimestampTz ab;
+	int64		ia;
+	int64		ib;
+
+	if (pa != pb)
+		return pa > pb ? -1 : 1;	/* priority DESC */
+	aa = DatumGetTimestampTz(SPI_getbinval(ta, tupdesc, 7, &isnull));
+	ab = DatumGetTimestampTz(SPI_getbinval(tb, tupdesc, 7, &isnull));
+	if (aa != ab)
+		return aa < ab ? -1 : 1;
+	ia = DatumGetInt64(SPI_getbinval(ta, tupdesc, 1, &isnull));
+	ib = DatumGetInt64(SPI_getbinval(tb, tupdesc, 1, &isnull));
+	return ia < ib ? -1 : (ia > ib ? 1 : 0);
+}
+
 /*
- * Run the claim statement of kind with jq_claim's parameters (values and
- * nulls: queue, n, owner, lease, now); the group claim also gets the
- * backend's rotation cursor, and moves it to the last group served.
+ * The claim of a queue without a policy (JQ_PLAN_CLAIM_PLAIN): the lease
+ * ends at now + LEAST(lease or the queue's lease_duration, max_runtime),
+ * computed here from the cached settings, in the session's time zone as
+ * the SQL expression would; the jobs come back in id order and are put in
+ * claim order.
  */
 static void
-jq_claim_run(JqClaimKind kind, JqQueuePolicy *entry, Datum *values,
-			 const char *nulls)
+jq_claim_plain(const JqQueueSettings *settings, Datum *values,
+			   const char *nulls)
+{
+	Datum		pvalues[5];
+	Datum		lease;
+
+	memcpy(pvalues, values, sizeof(pvalues));
+	lease = nulls[3] == JQ_ISNULL ?
+		IntervalPGetDatum(&settings->lease_duration) : values[3];
+	lease = DirectFunctionCall2(interval_smaller, lease,
+								IntervalPGetDatum(&settings->max_runtime));
+	pvalues[3] = DirectFunctionCall2(timestamptz_pl_interval, values[4], lease);
+	jq_execute(JQ_PLAN_CLAIM_PLAIN, pvalues, NULL, SPI_OK_UPDATE_RETURNING);
+	if (SPI_processed > 1)
+		qsort_arg(SPI_tuptable->vals, SPI_processed, sizeof(HeapTuple),
+				  jq_claim_order_cmp, SPI_tuptable->tupdesc);
+}
+
+/*
+ * Run the claim statement of kind with jq_claim's parameters (values and
+ * nulls: queue, n, owner, lease, now); the group claims also get the
+ * backend's rotation cursor, and move it to the last group served.
+ */
+static void
+jq_claim_run(JqClaimKind kind, const JqQueueSettings *settings,
+			 JqQueuePolicy *entry, Datum *values, const char *nulls)
 {
 	Datum		gvalues[6];
 	char		gnulls[6];
 	int64		last_pos = 0;
 	uint64		i;
+	JqPlanId	plan = JQ_PLAN_CLAIM_GROUPS;
 
 	switch (kind)
 	{
 		case JQ_CLAIM_PLAIN:
-			jq_execute(JQ_PLAN_CLAIM_PLAIN, values, nulls, SPI_OK_SELECT);
+			jq_claim_plain(settings, values, nulls);
 			return;
 		case JQ_CLAIM_AGED:
 			jq_execute(JQ_PLAN_CLAIM_AGED, values, nulls, SPI_OK_SELECT);
 			return;
 		case JQ_CLAIM_GROUPS:
+			break;
+		case JQ_CLAIM_ORDERED:
+			plan = JQ_PLAN_CLAIM_ORDERED;
 			break;
 	}
 
@@ -285,7 +353,7 @@ jq_claim_run(JqClaimKind kind, JqQueuePolicy *entry, Datum *values,
 		gvalues[5] = (Datum) 0;
 		gnulls[5] = JQ_ISNULL;
 	}
-	jq_execute(JQ_PLAN_CLAIM_GROUPS, gvalues, gnulls, SPI_OK_SELECT);
+	jq_execute(plan, gvalues, gnulls, SPI_OK_SELECT);
 
 	/* the cursor moves to the group served last in rotation order */
 	for (i = 0; i < SPI_processed; i++)
@@ -313,9 +381,8 @@ jq_claim_run(JqClaimKind kind, JqQueuePolicy *entry, Datum *values,
 uint64
 jq_claim_execute(const char *queue_name, Datum *values, const char *nulls)
 {
-	JqQueuePolicy *entry;
+	const JqQueueSettings *settings;
 	JqClaimKind kind;
-	int			attempt;
 
 	/* a schema from before 1.2: the claim of 1.1 */
 	if (!jq_ordering_installed())
@@ -327,33 +394,64 @@ jq_claim_execute(const char *queue_name, Datum *values, const char *nulls)
 		return 0;
 	}
 
-	entry = jq_policy_entry(queue_name);
-	kind = entry->kind;
-	for (attempt = 0; attempt < 2; attempt++)
+	settings = jq_queue_settings(queue_name);
+	if (!settings->exists)
+		jq_raise_unknown_queue(queue_name);
+	if (settings->paused)
+		return 0;
+	kind = settings->ordered ? JQ_CLAIM_ORDERED :
+		settings->group_policy ? JQ_CLAIM_GROUPS :
+		settings->aged ? JQ_CLAIM_AGED : JQ_CLAIM_PLAIN;
+	jq_claim_run(kind, settings, jq_policy_entry(queue_name), values, nulls);
+	return SPI_processed;
+}
+
+/* Is the job of tuple tup running?  (An enum: compare the label.) */
+static bool
+jq_tuple_running(HeapTuple tup, TupleDesc tupdesc, int status_attno)
+{
+	char	   *s = SPI_getvalue(tup, tupdesc, status_attno);
+
+	return s != NULL && strcmp(s, "running") == 0;
+}
+
+/*
+ * Add delta to the running jobs of (queue, group), creating its row.  A
+ * move into or out of running is an UPDATE of the row (it exists: its
+ * job's insert created it), which locks it until the end of the
+ * transaction; a job entering a group in a state other than running
+ * creates the row if there is none and leaves an existing one alone.
+ */
+static void
+jq_group_add(Datum queue, Datum group, int delta)
+{
+	Datum		values[3];
+
+	values[0] = queue;
+	values[1] = group;
+	values[2] = Int32GetDatum(delta);
+	if (delta == 0)
+		jq_execute(JQ_PLAN_GROUP_CREATE, values, NULL, SPI_OK_INSERT);
+	else
 	{
-		JqClaimKind actual;
-
-		jq_claim_run(kind, entry, values, nulls);
-		if (SPI_processed > 0)
-			return SPI_processed;
-
-		/* nothing: nothing ready, a paused queue, or another policy */
-		actual = jq_queue_claim_kind(queue_name);
-		if (actual == kind)
-			break;
-		entry->kind = kind = actual;
+		/* the row exists unless the group's first job came in running */
+		jq_execute(JQ_PLAN_GROUP_ADD, values, NULL, SPI_OK_UPDATE);
+		if (SPI_processed == 0)
+			jq_execute(JQ_PLAN_GROUP_COUNT, values, NULL, SPI_OK_INSERT);
 	}
-	return 0;
 }
 
 /*
  * jq_group_count() returns trigger
  *
- * AFTER INSERT, UPDATE OF status and DELETE, FOR EACH ROW, on jobqueue.jobs,
- * for grouped jobs only (the WHEN clauses of the triggers): adds the change
- * of a group's running jobs to its row in jobqueue.groups, creating the row
- * with the group's first job.  Runs in the transaction that moved the job,
- * so the counter commits or rolls back with it.
+ * AFTER INSERT, UPDATE OF status, group_key and DELETE, FOR EACH ROW, on
+ * jobqueue.jobs, for grouped jobs only (the WHEN clauses of the triggers):
+ * adds the change of a group's running jobs to its row in jobqueue.groups,
+ * creating the row with the group's first job, and refuses a group key
+ * longer than JQ_GROUP_KEY_MAXLEN (the rule of a CHECK constraint, which
+ * would cost every update of every job).  Runs in the transaction that
+ * moved the job, so the counter commits or rolls back with it.  An update
+ * that moves a job to another group (hand-written SQL) moves its count.
  */
 Datum
 jq_group_count(PG_FUNCTION_ARGS)
@@ -362,10 +460,15 @@ jq_group_count(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	HeapTuple	oldtup = NULL;
 	HeapTuple	newtup = NULL;
-	HeapTuple	keytup;
-	Datum		values[3];
+	Datum		old_queue = (Datum) 0;
+	Datum		old_group = (Datum) 0;
+	Datum		new_queue = (Datum) 0;
+	Datum		new_group = (Datum) 0;
+	bool		old_grouped = false;
+	bool		new_grouped = false;
+	bool		old_running = false;
+	bool		new_running = false;
 	bool		isnull;
-	int			delta = 0;
 	int			status_attno;
 	int			queue_attno;
 	int			group_attno;
@@ -401,39 +504,56 @@ jq_group_count(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("jq_group_count() must fire on INSERT, UPDATE or DELETE")));
 
-	/* the status is an enum: compare labels, not OIDs */
 	if (oldtup != NULL)
 	{
-		char	   *s = SPI_getvalue(oldtup, tupdesc, status_attno);
-
-		if (s != NULL && strcmp(s, "running") == 0)
-			delta--;
+		old_group = SPI_getbinval(oldtup, tupdesc, group_attno, &isnull);
+		old_grouped = !isnull;
+		if (old_grouped)
+		{
+			old_queue = SPI_getbinval(oldtup, tupdesc, queue_attno, &isnull);
+			old_running = jq_tuple_running(oldtup, tupdesc, status_attno);
+		}
 	}
 	if (newtup != NULL)
 	{
-		char	   *s = SPI_getvalue(newtup, tupdesc, status_attno);
+		new_group = SPI_getbinval(newtup, tupdesc, group_attno, &isnull);
+		new_grouped = !isnull;
+		if (new_grouped)
+		{
+			int			len = VARSIZE_ANY_EXHDR(DatumGetPointer(new_group));
 
-		if (s != NULL && strcmp(s, "running") == 0)
-			delta++;
+			if (len > JQ_GROUP_KEY_MAXLEN)
+				ereport(ERROR,
+						(errcode(ERRCODE_STRING_DATA_RIGHT_TRUNCATION),
+						 errmsg("group key is too long"),
+						 errdetail("The limit is %d bytes, the value has %d.",
+								   JQ_GROUP_KEY_MAXLEN, len)));
+			new_queue = SPI_getbinval(newtup, tupdesc, queue_attno, &isnull);
+			new_running = jq_tuple_running(newtup, tupdesc, status_attno);
+		}
 	}
 
-	keytup = (oldtup != NULL) ? oldtup : newtup;
-	values[0] = SPI_getbinval(keytup, tupdesc, queue_attno, &isnull);
-	if (isnull)
+	/* the same group before and after: only a change of running counts */
+	if (old_grouped && new_grouped &&
+		datumIsEqual(old_queue, new_queue, false, -1) &&
+		datumIsEqual(old_group, new_group, false, -1))
+	{
+		if (old_running == new_running)
+			return PointerGetDatum(NULL);
+		jq_spi_connect();
+		jq_group_add(new_queue, new_group, new_running ? 1 : -1);
+		jq_spi_finish();
 		return PointerGetDatum(NULL);
-	values[1] = SPI_getbinval(keytup, tupdesc, group_attno, &isnull);
-	if (isnull)
-		return PointerGetDatum(NULL);
-	values[2] = Int32GetDatum(delta);
+	}
 
-	/* an insert creates the group's row; other events only change counts */
-	if (delta == 0 && newtup == NULL)
+	/* a job leaves a group, enters one (an insert creates the row), or both */
+	if (!(old_grouped && old_running) && !new_grouped)
 		return PointerGetDatum(NULL);
-	if (delta == 0 && oldtup != NULL)
-		return PointerGetDatum(NULL);
-
 	jq_spi_connect();
-	jq_execute(JQ_PLAN_GROUP_COUNT, values, NULL, SPI_OK_INSERT);
+	if (old_grouped && old_running)
+		jq_group_add(old_queue, old_group, -1);
+	if (new_grouped)
+		jq_group_add(new_queue, new_group, new_running ? 1 : 0);
 	jq_spi_finish();
 
 	return PointerGetDatum(NULL);

@@ -79,14 +79,21 @@
  * it (it finished and has_dependents: read from the row, no lookup).  jq_note_outcome() counts, wakes,
  * announces and resolves dependencies from these.
  */
-#define JQ_FINISHED_STATUS_SQL \
-	"j.status IN ('succeeded', 'dead', 'cancelled')"
 #define JQ_OUTCOME_SQL(NOW, NOTIFY, FINISHED) \
 	"j.queue_name, j.status, " \
 	"(j.status = 'pending' AND j.available_at <= " NOW " AND " NOTIFY ") IS TRUE, " \
 	"j.id, " \
-	"(" JQ_FINISHED_STATUS_SQL " AND " FINISHED ") IS TRUE, " \
-	"(" JQ_FINISHED_STATUS_SQL " AND j.has_dependents) IS TRUE"
+	"(j.status IN ('succeeded', 'dead', 'cancelled') AND " FINISHED ") IS TRUE, " \
+	"(j.status IN ('succeeded', 'dead', 'cancelled') AND j.has_dependents) IS TRUE"
+
+/*
+ * The outcome of a job j that a DELETE removed because it succeeded in a
+ * queue that keeps no history (JQ_SUCCEED_OR_DELETE_SQL): RETURNING sees
+ * the row as it was (running), so the status is written out.
+ */
+#define JQ_OUTCOME_DELETED_SQL(FINISHED) \
+	"j.queue_name, 'succeeded'::jobqueue.job_status, false, j.id, " \
+	"(" FINISHED ") IS TRUE, j.has_dependents"
 
 /* The outcome columns of a row for a job that was not changed */
 #define JQ_REFUSED_SQL(QUEUE, ID) \
@@ -102,29 +109,60 @@
 
 /*
  * Does job j's queue have notify_finished?  QUEUES is the array of the
- * queues that have it (jq_notify_finished_queues(), usually empty): no
+ * queues that have it (jq_completion_queues(), usually empty): no
  * lookup per job.
  */
 #define JQ_NOTIFY_FINISHED_SQL(QUEUES) \
 	"j.queue_name = ANY (" QUEUES ")"
 
 /*
- * pending -> running (claim): lease the jobs IDS (a subquery) of queue $1 to
- * owner $3 for lease $4 (NULL: the queue's) from now $5, never past
- * max_runtime; every claim adds 1 to the token.  CTE q holds the queue's
+ * pending -> running (claim): lease to owner $3 from now $5 until EXPIRES;
+ * every claim adds 1 to the token.
+ */
+#define JQ_LEASE_SET_SQL(EXPIRES) \
+	"status = 'running', attempt_count = j.attempt_count + 1, " \
+	"lease_owner = $3, lease_token = j.lease_token + 1, started_at = $5, " \
+	"lease_expires_at = " EXPIRES
+
+/*
+ * The claim's lease of the jobs IDS (a subquery) of queue $1 for lease $4
+ * (NULL: the queue's), never past max_runtime.  CTE q holds the queue's
  * lease_duration and max_runtime.  RETURNING is the caller's.
  */
 #define JQ_LEASE_SQL(IDS) \
-	"UPDATE jobqueue.jobs j SET status = 'running', " \
-	"  attempt_count = j.attempt_count + 1, lease_owner = $3, " \
-	"  lease_token = j.lease_token + 1, started_at = $5, " \
-	"  lease_expires_at = $5 + LEAST(COALESCE($4, q.lease_duration), q.max_runtime) " \
+	"UPDATE jobqueue.jobs j SET " \
+	JQ_LEASE_SET_SQL("$5 + LEAST(COALESCE($4, q.lease_duration), q.max_runtime)") " " \
 	"FROM q WHERE j.queue_name = $1 AND j.id = ANY (ARRAY(" IDS "))"
 
 /* running -> succeeded (complete), storing RESULT */
 #define JQ_SUCCEED_SQL(NOW, RESULT) \
 	"status = 'succeeded', finished_at = " NOW ", lease_expires_at = NULL, " \
 	"result = " RESULT " "
+
+/*
+ * running -> succeeded, or deleted when the job's queue keeps no history
+ * (retention zero: its name is in DELETING, a text[] parameter from
+ * queuecache.c).  One data-modifying statement: a DELETE for the jobs of
+ * those queues, an UPDATE for the others, each with the same selection
+ * (FROM_LIST, joined to job j, and the fencing condition WHERE); a job is
+ * in exactly one of them, and both see the same snapshot.  When no queue
+ * deletes (the usual case), the DELETE is stopped before it reads
+ * anything by its one-time filter on the array.  A deleted job writes no
+ * new row version and no index entry, keeps no result, and frees its
+ * idempotency key; its outcome says 'succeeded', so that counters,
+ * notify_finished and the release of its dependents see a success (the
+ * release runs later in the same transaction, so the job's dependents are
+ * released exactly when it disappears).
+ */
+#define JQ_SUCCEED_OR_DELETE_SQL(NOW, RESULT, FROM_LIST, WHERE, DELETING, FINISHED) \
+	"WITH d AS (DELETE FROM jobqueue.jobs j USING " FROM_LIST " " \
+	"           WHERE pg_catalog.cardinality(" DELETING ") > 0 AND " WHERE " " \
+	"             AND j.queue_name = ANY (" DELETING ") " \
+	"           RETURNING " JQ_OUTCOME_DELETED_SQL(JQ_NOTIFY_FINISHED_SQL(FINISHED)) "), " \
+	"u AS (UPDATE jobqueue.jobs j SET " JQ_SUCCEED_SQL(NOW, RESULT) \
+	"      FROM " FROM_LIST " WHERE " WHERE " AND j.queue_name <> ALL (" DELETING ") " \
+	"      RETURNING " JQ_OUTCOME_SQL(NOW, "false", JQ_NOTIFY_FINISHED_SQL(FINISHED)) ") " \
+	"SELECT * FROM d UNION ALL SELECT * FROM u"
 
 /*
  * running -> pending or dead (fail, reap): a failed attempt is retried when
@@ -245,6 +283,61 @@
 	"  WHERE gr.queue_name = $1 AND " RANGE " AND " JQ_GROUP_ADMISSIBLE_SQL \
 	"  ORDER BY gr.group_key LIMIT $2 FOR UPDATE OF gr SKIP LOCKED) b "
 
+/*
+ * The INSERT of jq_enqueue on a schema with groups (1.2): CONFLICT is the
+ * ON CONFLICT clause for the idempotency key, or empty for a job without
+ * a key.  $1 queue, $2 payload, $3 priority, $4 run_at, $5 max_attempts,
+ * $6 idempotency key, $7 now, $8 group key.
+ */
+#define JQ_ENQUEUE_GROUPED_SQL(CONFLICT) \
+	"WITH q AS (SELECT q.max_attempts, q.notify, " JQ_NO_GROUP_SQL " AS no_group " \
+	"           FROM jobqueue.queues q WHERE q.queue_name = $1) " \
+	"INSERT INTO jobqueue.jobs AS j " \
+	"  (queue_name, payload, priority, available_at, max_attempts, idempotency_key, " \
+	"   group_key) " \
+	"SELECT $1, $2, $3, COALESCE($4, $7), " \
+	"       COALESCE($5, q.max_attempts), $6, COALESCE($8, q.no_group) FROM q " \
+	CONFLICT \
+	"RETURNING " JQ_OUTCOME_SQL("$7", "(SELECT q.notify FROM q)", "false") ", j.id"
+
+/*
+ * One branch of the rotation of the strictly ordered claim over the groups
+ * (RANGE is a condition on gr): the group's head, the lowest id among its
+ * pending, running and dead jobs, read in the statement's snapshot, when it
+ * is pending and due, locked FOR UPDATE SKIP LOCKED; for the group of the
+ * jobs without a group (''), its best ready job.  A head another claim
+ * holds is skipped, and a head that a transaction committed since the
+ * snapshot moved is rechecked in its newest version (READ COMMITTED's
+ * EvalPlanQual: status and available_at), so one head is never handed out
+ * twice and a running head never has a successor claimed.  running = 0 in
+ * the snapshot only spares the head lookup of a group that is busy.  The
+ * head is read again by its ctid (a TID scan, no second index descent);
+ * EvalPlanQual does not recheck the ctid, only the filters, on the newest
+ * version.  (The planner may put a Memoize over the TID scan: every head
+ * comes once per statement, so it never answers from its cache.)
+ */
+#define JQ_HEAD_BRANCH_SQL(RANGE) \
+	"SELECT * FROM (SELECT gr.group_key, j.id, j.priority, j.available_at " \
+	"  FROM jobqueue.groups gr CROSS JOIN LATERAL (" \
+	"    SELECT * FROM (SELECT h.ctid AS tid, h.status, h.available_at " \
+	"      FROM jobqueue.jobs h " \
+	"      WHERE gr.group_key <> '' AND h.queue_name = $1 " \
+	"        AND h.group_key = gr.group_key " \
+	"        AND h.status IN ('pending', 'running', 'dead') " \
+	"      ORDER BY h.id LIMIT 1) hh " \
+	"    UNION ALL " \
+	"    SELECT * FROM (SELECT r.ctid, r.status, r.available_at " \
+	"      FROM jobqueue.jobs r " \
+	"      WHERE gr.group_key = '' AND r.queue_name = $1 AND r.group_key = '' " \
+	"        AND r.status = 'pending' AND r.available_at <= $5 " \
+	"      ORDER BY r.priority DESC, r.available_at, r.id LIMIT 1) hr) hd " \
+	"  JOIN jobqueue.jobs j ON j.ctid = hd.tid " \
+	"  WHERE gr.queue_name = $1 AND " RANGE " " \
+	"    AND (gr.group_key = '' OR gr.running = 0) AND EXISTS (SELECT FROM q) " \
+	"    AND hd.status = 'pending' AND hd.available_at <= $5 " \
+	"    AND j.queue_name = $1 AND j.status = 'pending' AND j.available_at <= $5 " \
+	"  ORDER BY gr.group_key LIMIT $2 FOR UPDATE OF j SKIP LOCKED) b "
+
 typedef struct JqPlanSpec
 {
 	const char *sql;
@@ -329,34 +422,39 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	},
 	/*
 	 * JQ_PLAN_COMPLETE: $1 id, $2 token, $3 now, $4 result, $5 the queues
-	 * with notify_finished (queuecache.c).  Only the current lease holder,
-	 * before its lease expires, may complete.  Outcome; no row when the
-	 * completion is refused (then JQ_PLAN_COMPLETE_REFUSED).
+	 * with notify_finished, $6 the queues that keep no history
+	 * (queuecache.c).  Only the current lease holder, before its lease
+	 * expires, may complete.  Outcome; no row when the completion is
+	 * refused (then JQ_PLAN_COMPLETE_REFUSED).  The selection is written
+	 * as a one-row VALUES list only because both parts of the statement
+	 * need a FROM list.
 	 */
 	[JQ_PLAN_COMPLETE] = {
-		"UPDATE jobqueue.jobs j SET " JQ_SUCCEED_SQL("$3", "$4")
-		"WHERE j.id = $1 AND j.lease_token = $2 "
-		"  AND (j.status = 'running') IS TRUE AND j.lease_expires_at > $3 "
-		"RETURNING " JQ_OUTCOME_SQL("$3", "false", JQ_NOTIFY_FINISHED_SQL("$5")),
-		5, {INT8OID, INT8OID, TIMESTAMPTZOID, JSONBOID, TEXTARRAYOID},
+		JQ_SUCCEED_OR_DELETE_SQL("$3", "$4", "(VALUES (1)) AS t(one)",
+			"j.id = $1 AND j.lease_token = $2 "
+			"AND (j.status = 'running') IS TRUE AND j.lease_expires_at > $3",
+			"$6", "$5"),
+		6, {INT8OID, INT8OID, TIMESTAMPTZOID, JSONBOID, TEXTARRAYOID, TEXTARRAYOID},
 		.name = "complete"
 	},
 	/*
 	 * JQ_PLAN_COMPLETE_MANY: $1 ids, $2 tokens, $3 now, $4 results (NULL:
-	 * none), $5 the queues with notify_finished; same rule per job.  The
-	 * triples come from ROWS FROM (the multi-array unnest(a, b) is a parser
-	 * shorthand for it that exists only unqualified), which pads a NULL or
-	 * shorter results array with NULLs.  Outcome of the jobs completed;
-	 * when fewer than asked, JQ_PLAN_COMPLETE_MANY_REFUSED.
+	 * none), $5 the queues with notify_finished, $6 the queues that keep
+	 * no history; same rule per job.  The triples come from ROWS FROM (the
+	 * multi-array unnest(a, b) is a parser shorthand for it that exists
+	 * only unqualified), which pads a NULL or shorter results array with
+	 * NULLs.  Outcome of the jobs completed; when fewer than asked,
+	 * JQ_PLAN_COMPLETE_MANY_REFUSED.
 	 */
 	[JQ_PLAN_COMPLETE_MANY] = {
-		"UPDATE jobqueue.jobs j SET " JQ_SUCCEED_SQL("$3", "t.result")
-		"FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), "
-		"                pg_catalog.unnest($4)) AS t(id, token, result) "
-		"WHERE j.id = t.id AND j.lease_token = t.token "
-		"  AND (j.status = 'running') IS TRUE AND j.lease_expires_at > $3 "
-		"RETURNING " JQ_OUTCOME_SQL("$3", "false", JQ_NOTIFY_FINISHED_SQL("$5")),
-		5, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, JSONBARRAYOID, TEXTARRAYOID},
+		JQ_SUCCEED_OR_DELETE_SQL("$3", "t.result",
+			"ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), "
+			"pg_catalog.unnest($4)) AS t(id, token, result)",
+			"j.id = t.id AND j.lease_token = t.token "
+			"AND (j.status = 'running') IS TRUE AND j.lease_expires_at > $3",
+			"$6", "$5"),
+		6, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, JSONBARRAYOID, TEXTARRAYOID,
+		TEXTARRAYOID},
 		.name = "complete many"
 	},
 	/*
@@ -812,18 +910,22 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * then the id.
 	 */
 	[JQ_PLAN_ENQUEUE_GROUPED] = {
-		"WITH q AS (SELECT q.max_attempts, q.notify, " JQ_NO_GROUP_SQL " AS no_group "
-		"           FROM jobqueue.queues q WHERE q.queue_name = $1) "
-		"INSERT INTO jobqueue.jobs AS j "
-		"  (queue_name, payload, priority, available_at, max_attempts, idempotency_key, "
-		"   group_key) "
-		"SELECT $1, $2, $3, COALESCE($4, $7), "
-		"       COALESCE($5, q.max_attempts), $6, COALESCE($8, q.no_group) FROM q "
-		"ON CONFLICT (queue_name, idempotency_key) WHERE idempotency_key IS NOT NULL "
-		"DO NOTHING "
-		"RETURNING " JQ_OUTCOME_SQL("$7", "(SELECT q.notify FROM q)", "false") ", j.id",
+		JQ_ENQUEUE_GROUPED_SQL(
+			"ON CONFLICT (queue_name, idempotency_key) WHERE idempotency_key IS NOT NULL "
+			"DO NOTHING "),
 		8, {TEXTOID, JSONBOID, INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TEXTOID},
 		.name = "enqueue grouped"
+	},
+	/*
+	 * JQ_PLAN_ENQUEUE_UNKEYED: JQ_PLAN_ENQUEUE_GROUPED for a job without an
+	 * idempotency key ($6 NULL), which cannot conflict: a plain INSERT,
+	 * without the speculative insertion of ON CONFLICT (one WAL record
+	 * less per job).  No row back means no such queue.
+	 */
+	[JQ_PLAN_ENQUEUE_UNKEYED] = {
+		JQ_ENQUEUE_GROUPED_SQL(""),
+		8, {TEXTOID, JSONBOID, INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TEXTOID},
+		.name = "enqueue unkeyed"
 	},	/*
 	 * JQ_PLAN_ENQUEUE_MANY_GROUPED: $1 queue, $2 payloads, $3 priority, $4 run_at,
 	 * $5 now, $6 group keys (NULL, or one per payload); JQ_PLAN_ENQUEUE_MANY
@@ -844,43 +946,41 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		6, {TEXTOID, JSONBARRAYOID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTARRAYOID},
 		.name = "enqueue many grouped"
 	},	/*
-	 * JQ_PLAN_CLAIM_PLAIN: $1 queue, $2 n, $3 owner, $4 lease, $5 now.
+	 * JQ_PLAN_CLAIM_PLAIN: $1 queue, $2 n, $3 owner, $4 lease expiry, $5 now.
 	 *
-	 * One statement: pick the ready jobs in claim order from the partial
-	 * index, lock them skipping those another transaction holds, and lease
-	 * them.  A paused or missing queue stops the scan before it starts (the
-	 * EXISTS is a one-time filter).  The lease never runs past max_runtime.
-	 * JQ_PLAN_CLAIM with one more condition: a queue with an ordering
-	 * policy is left to JQ_PLAN_CLAIM_AGED and JQ_PLAN_CLAIM_GROUPS, here it
-	 * claims nothing.  The claim of a queue without a policy; JQ_PLAN_CLAIM
-	 * serves a schema from before 1.2 (new library, ALTER EXTENSION UPDATE
-	 * not yet run).
+	 * The claim of a queue without an ordering policy, one statement: pick
+	 * the ready jobs in claim order from the partial index, lock them
+	 * skipping those another transaction holds, and lease them.  What the
+	 * queue's row decides (it exists, it is not paused, it has no policy,
+	 * the lease's end) comes from the backend's cache of queue settings
+	 * (queuecache.c), so the statement reads jobs only; the lease's end is
+	 * computed once, in C.  The primary key probe (= ANY) returns the jobs
+	 * in id order: jq_claim_execute puts them in claim order.
 	 */
 	[JQ_PLAN_CLAIM_PLAIN] = {
-		"WITH q AS (SELECT q.lease_duration, q.max_runtime FROM jobqueue.queues q "
-		"           WHERE q.queue_name = $1 AND NOT q.paused "
-		"             AND NOT " JQ_GROUP_POLICY_SQL " AND q.priority_aging IS NULL), "
-		"c AS (SELECT j.id FROM jobqueue.jobs j "
-		"      WHERE j.queue_name = $1 AND j.status = 'pending' "
-		"        AND j.available_at <= $5 AND EXISTS (SELECT FROM q) "
-		"      ORDER BY j.priority DESC, j.available_at, j.id "
-		"      LIMIT $2 FOR UPDATE OF j SKIP LOCKED), "
-		"u AS (" JQ_LEASE_SQL("SELECT c.id FROM c") " "
-		"      RETURNING j.id, j.payload, j.attempt_count, j.lease_token, "
-		"                j.lease_expires_at, j.priority, j.available_at) "
-		"SELECT u.id, u.payload, u.attempt_count, u.lease_token, u.lease_expires_at "
-		"FROM u ORDER BY u.priority DESC, u.available_at, u.id",
-		5, {TEXTOID, INT4OID, TEXTOID, INTERVALOID, TIMESTAMPTZOID},
+		"WITH c AS (SELECT j.id FROM jobqueue.jobs j "
+		"           WHERE j.queue_name = $1 AND j.status = 'pending' "
+		"             AND j.available_at <= $5 "
+		"           ORDER BY j.priority DESC, j.available_at, j.id "
+		"           LIMIT $2 FOR UPDATE OF j SKIP LOCKED) "
+		"UPDATE jobqueue.jobs j SET " JQ_LEASE_SET_SQL("$4") " "
+		"WHERE j.queue_name = $1 AND j.id = ANY (ARRAY(SELECT c.id FROM c)) "
+		"RETURNING j.id, j.payload, j.attempt_count, j.lease_token, "
+		"          j.lease_expires_at, j.priority, j.available_at",
+		5, {TEXTOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID},
 		.name = "claim plain"
-	},	/*
-	 * JQ_PLAN_QUEUE_POLICY: $1 queue.  Which claim statement the queue
-	 * needs: a group policy, priority aging.
+	},
+	/*
+	 * JQ_PLAN_QUEUE_SETTINGS: $1 queue.  What a claim needs of the queue's
+	 * row (queuecache.c): paused, lease_duration, max_runtime, a group
+	 * policy, priority aging, strict order per group.
 	 */
-	[JQ_PLAN_QUEUE_POLICY] = {
-		"SELECT " JQ_GROUP_POLICY_SQL ", q.priority_aging IS NOT NULL "
+	[JQ_PLAN_QUEUE_SETTINGS] = {
+		"SELECT q.paused, q.lease_duration, q.max_runtime, "
+		JQ_GROUP_POLICY_SQL ", q.priority_aging IS NOT NULL, q.group_ordered "
 		"FROM jobqueue.queues q WHERE q.queue_name = $1",
 		1, {TEXTOID},
-		.name = "queue policy", .read_only = true
+		.name = "queue settings", .read_only = true
 	},
 	/*
 	 * JQ_PLAN_CLAIM_AGED: $1 queue, $2 n, $3 owner, $4 lease, $5 now; the
@@ -1007,11 +1107,85 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		.name = "claim groups"
 	},
 	/*
+	 * JQ_PLAN_CLAIM_ORDERED: $1 queue, $2 n, $3 owner, $4 lease, $5 now, $6
+	 * rotation cursor (as JQ_PLAN_CLAIM_GROUPS); the claim of a strictly
+	 * ordered queue (group_ordered), whatever its fairness and aging.
+	 *
+	 * A strictly ordered group runs one job at a time, its head, so the
+	 * head's own row lock serializes the claims of the group: no lock on
+	 * jobqueue.groups is needed.  g0: up to n groups in rotation order with
+	 * their head locked (JQ_HEAD_BRANCH_SQL).  g: 1 job for each, and for
+	 * the group of the jobs without a group what JQ_PLAN_CLAIM_GROUPS gives
+	 * it.  c: the candidates ranked as in JQ_PLAN_CLAIM_GROUPS, from the
+	 * values g0 read (the heads' newest versions), and the first n leased:
+	 * the heads are locked already, the jobs of the group '' are locked in
+	 * l (SKIP LOCKED, status and due rechecked).  Refuses a queue that is
+	 * not strictly ordered (any more).
+	 * Returns the claim's columns, then the group and its rotation
+	 * position, for the cursor.
+	 */
+	[JQ_PLAN_CLAIM_ORDERED] = {
+		"WITH q AS (SELECT q.lease_duration, q.max_runtime, "
+		"             q.fairness = 'round_robin' AS rr, "
+		"             pg_catalog.date_part('epoch', q.priority_aging) AS aging "
+		"           FROM jobqueue.queues q "
+		"           WHERE q.queue_name = $1 AND NOT q.paused AND q.group_ordered), "
+		"g0 AS (SELECT s.group_key, s.id, s.priority, s.available_at, "
+		"         pg_catalog.row_number() OVER () AS pos "
+		"       FROM (SELECT * FROM ("
+		JQ_HEAD_BRANCH_SQL("$6::text IS NULL")
+		"             UNION ALL "
+		JQ_HEAD_BRANCH_SQL("gr.group_key > $6")
+		"             UNION ALL "
+		JQ_HEAD_BRANCH_SQL("gr.group_key <= $6")
+		"             ) s0 LIMIT $2) s), "
+		"g AS (SELECT g0.group_key, g0.id, g0.priority, g0.available_at, g0.pos, "
+		"        CASE WHEN g0.group_key <> '' THEN 1 "
+		"             ELSE LEAST($2::bigint, "
+		"                        CASE WHEN q.rr THEN ($2 + n.ng - 1) / n.ng ELSE $2 END) "
+		"        END AS cap "
+		"      FROM g0, q, (SELECT pg_catalog.count(*) AS ng FROM g0) n), "
+		"c AS (SELECT x.id, g.group_key, g.pos, pg_catalog.row_number() OVER ("
+		"        ORDER BY CASE WHEN q.rr THEN x.turn END, CASE WHEN q.rr THEN g.pos END, "
+		"                 x.eff DESC, x.available_at, x.id) AS rank "
+		"      FROM g CROSS JOIN q CROSS JOIN LATERAL ("
+		"        SELECT y.id, y.available_at, y.eff, "
+		"               pg_catalog.row_number() OVER () AS turn "
+		"        FROM (SELECT * FROM ("
+		"                SELECT j.id, j.available_at, "
+		"                       " JQ_EFFECTIVE_PRIORITY_SQL("$5", "q.aging") " AS eff "
+		"                FROM jobqueue.jobs j "
+		"                WHERE g.group_key = '' AND j.queue_name = $1 "
+		"                  AND j.group_key = '' AND j.status = 'pending' "
+		"                  AND j.available_at <= $5 "
+		"                ORDER BY j.priority DESC, j.available_at, j.id LIMIT g.cap) a "
+		"              UNION ALL "
+		"              SELECT j.id, j.available_at, "
+		"                     " JQ_EFFECTIVE_PRIORITY_SQL("$5", "q.aging") " AS eff "
+		"              FROM (SELECT g.id, g.priority, g.available_at) j "
+		"              WHERE g.group_key <> '') y) x "
+		"      ORDER BY rank LIMIT $2), "
+		"l AS (SELECT j.id FROM jobqueue.jobs j "
+		"      WHERE j.queue_name = $1 "
+		"        AND j.id = ANY (ARRAY(SELECT c.id FROM c WHERE c.group_key = '')) "
+		"        AND j.status = 'pending' AND j.available_at <= $5 "
+		"      FOR UPDATE OF j SKIP LOCKED), "
+		"u AS (" JQ_LEASE_SQL("SELECT c.id FROM c WHERE c.group_key <> '' "
+							  "UNION ALL SELECT l.id FROM l") " "
+		"      RETURNING j.id, j.payload, j.attempt_count, j.lease_token, "
+		"                j.lease_expires_at) "
+		"SELECT u.id, u.payload, u.attempt_count, u.lease_token, u.lease_expires_at, "
+		"       c.group_key, c.pos "
+		"FROM u JOIN c ON c.id = u.id ORDER BY c.rank",
+		6, {TEXTOID, INT4OID, TEXTOID, INTERVALOID, TIMESTAMPTZOID, TEXTOID},
+		.name = "claim ordered"
+	},
+	/*
 	 * JQ_PLAN_GROUP_COUNT: $1 queue, $2 group, $3 change of its running
-	 * jobs (the trigger jq_group_count).  Creates the group's row with its
-	 * first job; an insert of a pending job into an existing group writes
-	 * nothing.  Operators qualified: triggers also fire under a caller's
-	 * search_path (hand-written SQL).
+	 * jobs (the trigger jq_group_count, when JQ_PLAN_GROUP_ADD found no
+	 * row).  Creates the group's row, or adds to it when a concurrent
+	 * transaction created it.  Operators qualified: triggers also fire
+	 * under a caller's search_path (hand-written SQL).
 	 */
 	[JQ_PLAN_GROUP_COUNT] = {
 		"INSERT INTO jobqueue.groups AS gr (queue_name, group_key, running) "
@@ -1021,6 +1195,35 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"WHERE $3 OPERATOR(pg_catalog.<>) 0",
 		3, {TEXTOID, TEXTOID, INT4OID},
 		.name = "group count"
+	},
+	/*
+	 * JQ_PLAN_GROUP_ADD: $1 queue, $2 group, $3 change of its running jobs
+	 * (the trigger jq_group_count, when a job moves into or out of
+	 * running).  The group's row exists but for a job inserted as running
+	 * before its group had a row: no row back, then JQ_PLAN_GROUP_COUNT.
+	 * An UPDATE: no speculative insertion and no separate row lock record,
+	 * unlike INSERT ... ON CONFLICT DO UPDATE.  Operators qualified, as in
+	 * JQ_PLAN_GROUP_COUNT.
+	 */
+	[JQ_PLAN_GROUP_ADD] = {
+		"UPDATE jobqueue.groups gr "
+		"SET running = GREATEST(gr.running OPERATOR(pg_catalog.+) $3, 0) "
+		"WHERE gr.queue_name OPERATOR(pg_catalog.=) $1 "
+		"  AND gr.group_key OPERATOR(pg_catalog.=) $2",
+		3, {TEXTOID, TEXTOID, INT4OID},
+		.name = "group add"
+	},
+	/*
+	 * JQ_PLAN_GROUP_CREATE: $1 queue, $2 group (the trigger jq_group_count,
+	 * for a job inserted in a state other than running).  Creates the
+	 * group's row with its first job; an existing row is neither locked
+	 * nor written.
+	 */
+	[JQ_PLAN_GROUP_CREATE] = {
+		"INSERT INTO jobqueue.groups (queue_name, group_key, running) "
+		"VALUES ($1, $2, 0) ON CONFLICT (queue_name, group_key) DO NOTHING",
+		2, {TEXTOID, TEXTOID},
+		.name = "group create"
 	},
 	/*
 	 * JQ_PLAN_GROUP_STATS: $1 queue, $2 now.  One row per group with jobs
@@ -1121,14 +1324,17 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		.name = "schedules next", .read_only = true
 	},
 	/*
-	 * JQ_PLAN_NOTIFY_FINISHED_QUEUES: the names of the queues with
-	 * notify_finished, as text[] (queuecache.c).
+	 * JQ_PLAN_COMPLETION_QUEUES: the names of the queues with
+	 * notify_finished, and of those that keep no history (retention
+	 * zero: a job that succeeds is deleted), as two text[] (queuecache.c).
 	 */
-	[JQ_PLAN_NOTIFY_FINISHED_QUEUES] = {
-		"SELECT COALESCE(pg_catalog.array_agg(q.queue_name), '{}') "
-		"FROM jobqueue.queues q WHERE q.notify_finished",
+	[JQ_PLAN_COMPLETION_QUEUES] = {
+		"SELECT ARRAY(SELECT q.queue_name FROM jobqueue.queues q "
+		"             WHERE q.notify_finished ORDER BY q.queue_name), "
+		"       ARRAY(SELECT q.queue_name FROM jobqueue.queues q "
+		"             WHERE q.retention = interval '0' ORDER BY q.queue_name)",
 		0, {InvalidOid},
-		.name = "notify finished queues", .read_only = true
+		.name = "completion queues", .read_only = true
 	},
 	/* JQ_PLAN_QUEUE_RATE: $1 queue.  Its rate limit and burst, or NULLs. */
 	[JQ_PLAN_QUEUE_RATE] = {

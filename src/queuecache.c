@@ -4,15 +4,21 @@
  *	  The per-backend cache of the queue settings that the completion of a
  *	  job needs, and its invalidation.
  *
+ * Two caches.  The settings a claim needs of its queue's row
+ * (jq_queue_settings): whether it exists, is paused, has an ordering
+ * policy, and its lease_duration and max_runtime; with them the plain claim
+ * reads the jobs table only.  And the queues with notify_finished:
  * jq_complete and jq_complete_many announce the end of a job when its
- * queue has notify_finished.  Looking that setting up per job (a subquery
- * on jobqueue.queues in the statement) cost every completion an index
- * probe, although almost no queue has it.  Instead, each backend keeps the
- * names of the queues of its database that have it (usually none), and the
- * statements test the job's queue against that array, a parameter.
+ * queue has notify_finished, and delete the job instead of keeping it as
+ * 'succeeded' when its queue's retention is zero.  Looking those settings
+ * up per job (a subquery on jobqueue.queues in the statement) cost every
+ * completion an index probe, although almost no queue has them.  Instead,
+ * each backend keeps the names of the queues of its database that have
+ * each of them (usually none), and the statements test the job's queue
+ * against those arrays, parameters.
  *
  * Invalidation: the functions that change jobqueue.queues (create, alter,
- * drop) call jq_queues_changed().  At the commit of that transaction, once
+ * drop, pause, resume) call jq_queues_changed().  At the commit of that transaction, once
  * the change is visible, the shared counter jq_shared->queues_generation
  * goes up by one; a backend re-reads its cache when the counter differs
  * from the value it read before its last read of the table.  Since the
@@ -39,14 +45,23 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/timestamp.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
 /* The cached names, in TopMemoryContext; NULL: not read yet */
 static ArrayType *notify_finished_queues = NULL;
+static ArrayType *delete_on_success_queues = NULL;
 /* the shared and local counters when they were read */
 static uint64 cached_shared_generation = 0;
 static uint64 cached_local_generation = 0;
+
+/* The cached settings of queues, by name; NULL: none read yet */
+static HTAB *queue_settings = NULL;
+static uint64 settings_shared_generation = 0;
+static uint64 settings_local_generation = 0;
 
 /* moved by this backend's own changes and aborts */
 static uint64 local_generation = 1;
@@ -131,44 +146,132 @@ jq_notify_finished_column_exists(void)
 		get_attnum(relid, "notify_finished") != InvalidAttrNumber;
 }
 
+/* A copy of text[] Datum d in TopMemoryContext, replacing *cached */
+static void
+jq_queuecache_keep(ArrayType **cached, Datum d)
+{
+	MemoryContext oldcontext = MemoryContextSwitchTo(TopMemoryContext);
+	ArrayType  *copy = DatumGetArrayTypePCopy(d);
+
+	MemoryContextSwitchTo(oldcontext);
+	if (*cached != NULL)
+		pfree(*cached);
+	*cached = copy;
+}
+
 /*
  * The names of the queues of the current database that have
- * notify_finished, as a text[] Datum (often empty), from the cache or read
- * afresh.  Must be called while connected to SPI; does not change
- * SPI_tuptable when the cache is current.  The array stays valid until the
- * next call.
+ * notify_finished (*notify_finished) and that delete their jobs when they
+ * succeed, the queues whose retention is zero (*delete_on_success), each
+ * as a text[] Datum (usually empty), from the cache or read afresh.  Must
+ * be called while connected to SPI; does not change SPI_tuptable when the
+ * cache is current.  The arrays stay valid until the next call.
  */
-Datum
-jq_notify_finished_queues(void)
+void
+jq_completion_queues(Datum *notify_finished, Datum *delete_on_success)
 {
 	uint64		shared_generation;
-	ArrayType  *names;
-	MemoryContext oldcontext;
 
 	shared_generation = jq_shared != NULL ?
 		pg_atomic_read_u64(&jq_shared->queues_generation) : 0;
-	if (notify_finished_queues != NULL && jq_shared != NULL &&
-		shared_generation == cached_shared_generation &&
-		local_generation == cached_local_generation)
-		return PointerGetDatum(notify_finished_queues);
-
-	/* the counter is read before the table (see the header) */
-	pg_read_barrier();
-	if (jq_notify_finished_column_exists())
+	if (notify_finished_queues == NULL || jq_shared == NULL ||
+		shared_generation != cached_shared_generation ||
+		local_generation != cached_local_generation)
 	{
-		jq_execute(JQ_PLAN_NOTIFY_FINISHED_QUEUES, NULL, NULL, SPI_OK_SELECT);
-		names = DatumGetArrayTypeP(jq_result(0, 1));
-	}
-	else
-		names = construct_empty_array(TEXTOID);
+		/* the counter is read before the table (see the header) */
+		pg_read_barrier();
+		if (jq_notify_finished_column_exists())
+		{
+			jq_execute(JQ_PLAN_COMPLETION_QUEUES, NULL, NULL, SPI_OK_SELECT);
+			jq_queuecache_keep(&notify_finished_queues, jq_result(0, 1));
+			jq_queuecache_keep(&delete_on_success_queues, jq_result(0, 2));
+		}
+		else
+		{
+			/* before 1.2: neither setting exists */
+			Datum		empty = PointerGetDatum(construct_empty_array(TEXTOID));
 
-	oldcontext = MemoryContextSwitchTo(TopMemoryContext);
-	names = DatumGetArrayTypePCopy(PointerGetDatum(names));
-	MemoryContextSwitchTo(oldcontext);
-	if (notify_finished_queues != NULL)
-		pfree(notify_finished_queues);
-	notify_finished_queues = names;
-	cached_shared_generation = shared_generation;
-	cached_local_generation = local_generation;
-	return PointerGetDatum(notify_finished_queues);
+			jq_queuecache_keep(&notify_finished_queues, empty);
+			jq_queuecache_keep(&delete_on_success_queues, empty);
+		}
+		cached_shared_generation = shared_generation;
+		cached_local_generation = local_generation;
+	}
+	*notify_finished = PointerGetDatum(notify_finished_queues);
+	*delete_on_success = PointerGetDatum(delete_on_success_queues);
+}
+
+/*
+ * The settings of queue_name a claim needs, from the cache or read afresh
+ * (exists is false for an unknown queue).  Must be called while connected
+ * to SPI; replaces SPI_tuptable when it reads.  The entry stays valid until
+ * the next call.
+ */
+const JqQueueSettings *
+jq_queue_settings(const char *queue_name)
+{
+	uint64		shared_generation;
+	JqQueueSettings *entry;
+	char		key[JQ_QUEUE_NAME_MAXLEN + 1];
+	bool		found;
+	Datum		values[1];
+	JqQueueSettings settings;
+
+	shared_generation = jq_shared != NULL ?
+		pg_atomic_read_u64(&jq_shared->queues_generation) : 0;
+	/* stale, without a shared counter to tell, or grown large: start over */
+	if (queue_settings != NULL &&
+		(jq_shared == NULL ||
+		 shared_generation != settings_shared_generation ||
+		 local_generation != settings_local_generation ||
+		 hash_get_num_entries(queue_settings) >= 1024))
+	{
+		hash_destroy(queue_settings);
+		queue_settings = NULL;
+	}
+	if (queue_settings == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(key);
+		ctl.entrysize = sizeof(JqQueueSettings);
+		ctl.hcxt = TopMemoryContext;
+		queue_settings = hash_create("jobqueue queue settings", 16, &ctl,
+									 HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+		settings_shared_generation = shared_generation;
+		settings_local_generation = local_generation;
+	}
+
+	memset(key, 0, sizeof(key));
+	strlcpy(key, queue_name, sizeof(key));
+	entry = hash_search(queue_settings, key, HASH_FIND, NULL);
+	if (entry != NULL)
+		return entry;
+
+	/* the counter was read before the table (see the header) */
+	pg_read_barrier();
+	values[0] = CStringGetTextDatum(queue_name);
+	jq_execute(JQ_PLAN_QUEUE_SETTINGS, values, NULL, SPI_OK_SELECT);
+	memset(&settings, 0, sizeof(settings));
+	settings.exists = SPI_processed == 1;
+	if (settings.exists)
+	{
+		settings.paused = jq_result_bool(0, 1);
+		settings.lease_duration = *DatumGetIntervalP(jq_result(0, 2));
+		settings.max_runtime = *DatumGetIntervalP(jq_result(0, 3));
+		settings.group_policy = jq_result_bool(0, 4);
+		settings.aged = jq_result_bool(0, 5);
+		settings.ordered = jq_result_bool(0, 6);
+	}
+	/* entered only now: an error above leaves no half-filled entry */
+	entry = hash_search(queue_settings, key, HASH_ENTER, &found);
+	memcpy(entry->queue_name, key, sizeof(key));
+	entry->exists = settings.exists;
+	entry->paused = settings.paused;
+	entry->group_policy = settings.group_policy;
+	entry->aged = settings.aged;
+	entry->ordered = settings.ordered;
+	entry->lease_duration = settings.lease_duration;
+	entry->max_runtime = settings.max_runtime;
+	return entry;
 }

@@ -37,18 +37,27 @@ jq_srf_init(FunctionCallInfo fcinfo, TupleDesc *tupdesc)
 
 	oldcontext = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
 
-	switch (get_call_result_type(fcinfo, NULL, &desc))
+	/*
+	 * The executor usually knows the row type it expects (a call in FROM):
+	 * copying it is much cheaper than building it from the catalog again.
+	 */
+	if (rsinfo->expectedDesc != NULL)
+		desc = CreateTupleDescCopy(rsinfo->expectedDesc);
+	else
 	{
-		case TYPEFUNC_COMPOSITE:
-			desc = CreateTupleDescCopy(desc);
-			break;
-		case TYPEFUNC_SCALAR:
-			desc = CreateTemplateTupleDesc(1);
-			TupleDescInitEntry(desc, (AttrNumber) 1, "result",
-							   get_fn_expr_rettype(fcinfo->flinfo), -1, 0);
-			break;
-		default:
-			elog(ERROR, "return type must be a row type or a scalar");
+		switch (get_call_result_type(fcinfo, NULL, &desc))
+		{
+			case TYPEFUNC_COMPOSITE:
+				desc = CreateTupleDescCopy(desc);
+				break;
+			case TYPEFUNC_SCALAR:
+				desc = CreateTemplateTupleDesc(1);
+				TupleDescInitEntry(desc, (AttrNumber) 1, "result",
+								   get_fn_expr_rettype(fcinfo->flinfo), -1, 0);
+				break;
+			default:
+				elog(ERROR, "return type must be a row type or a scalar");
+		}
 	}
 
 	tupstore = tuplestore_begin_heap(true, false, work_mem);

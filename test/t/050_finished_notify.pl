@@ -141,6 +141,35 @@ COMMIT;}) =~ /(\d+)\s*$/;
 		"$mode: no notification before the change, after it was undone, or after a rolled-back change")
 	  or diag(join(', ', sort keys %got));
 
+	# A queue that keeps no history (retention zero): the job is deleted by
+	# its completion and still announced as succeeded.  The retention is
+	# cached like notify_finished: another session's change applies to the
+	# producer's next completion.
+	$node->safe_psql('postgres', q{
+SELECT jobqueue.jq_create_queue('nohist', retention => '0', notify_finished => true);
+SELECT jobqueue.jq_create_queue('switch', notify_finished => true);
+});
+	my $kept_rows = sub {
+		my ($id) = @_;
+		return $node->safe_psql('postgres', "SELECT count(*) FROM jobqueue.jobs WHERE id = $id");
+	};
+	my $gone = $complete_one->('nohist');
+	ok($wait_for->("$gone succeeded"), "$mode: a job deleted on success is announced as succeeded");
+	is($kept_rows->($gone), '0', "$mode: the job of a queue with retention zero is deleted");
+	my $first = $complete_one->('switch');
+	is($kept_rows->($first), '1', "$mode: retention 7 days keeps the job");
+	$node->safe_psql('postgres', q{SELECT jobqueue.jq_alter_queue('switch', retention => '0')});
+	my $second = $complete_one->('switch');
+	is($kept_rows->($second), '0',
+		"$mode: another session's retention => 0 applies to the next completion");
+	$node->safe_psql('postgres', q{SELECT jobqueue.jq_alter_queue('switch', retention => '1 day')});
+	my $third = $complete_one->('switch');
+	is($kept_rows->($third), '1',
+		"$mode: another session's retention => 1 day applies to the next completion");
+	ok($wait_for->("$first succeeded") && $wait_for->("$second succeeded")
+		  && $wait_for->("$third succeeded"),
+		"$mode: each of them announced");
+
 	$listener->quit;
 	$producer->quit;
 	$node->stop;

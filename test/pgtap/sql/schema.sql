@@ -75,7 +75,8 @@ SELECT col_type_is('jobqueue', 'jobs', c.col, c.typ, format('jobs.%s is %s', c.c
 FROM (VALUES ('id', 'bigint'), ('queue_name', 'text'), ('payload', 'jsonb'),
 	('status', 'jobqueue.job_status'), ('priority', 'integer'),
 	('available_at', 'timestamp with time zone'), ('attempt_count', 'integer'),
-	('max_attempts', 'integer'), ('lease_owner', 'text'), ('lease_token', 'bigint'),
+	('max_attempts', 'jobqueue.attempt_limit'), ('lease_owner', 'text'),
+	('lease_token', 'jobqueue.fencing_token'),
 	('lease_expires_at', 'timestamp with time zone'),
 	('started_at', 'timestamp with time zone'),
 	('finished_at', 'timestamp with time zone'),
@@ -235,7 +236,7 @@ SELECT ok((SELECT 'jobqueue.jobs'::regclass = ANY (extconfig) AND 'jobqueue.queu
 -- results, progress and dependencies (1.2)
 --
 SELECT col_type_is('jobqueue', 'jobs', c.col, c.typ, format('jobs.%s is %s', c.col, c.typ))
-FROM (VALUES ('result', 'jsonb'), ('progress', 'jsonb'), ('dependencies_left', 'integer'),
+FROM (VALUES ('result', 'jsonb'), ('progress', 'jsonb'), ('dependencies_left', 'jobqueue.dependency_count'),
 	('has_dependents', 'boolean')) c(col, typ);
 SELECT col_is_null('jobqueue', 'jobs', c.col, format('jobs.%s is nullable', c.col))
 FROM unnest(ARRAY['result', 'progress']) c(col);
@@ -243,7 +244,6 @@ SELECT col_not_null('jobqueue', 'jobs', c.col, format('jobs.%s is not null', c.c
 FROM unnest(ARRAY['dependencies_left', 'has_dependents']) c(col);
 SELECT col_default_is('jobqueue', 'jobs', 'dependencies_left', '0', 'jobs.dependencies_left defaults to 0');
 SELECT col_default_is('jobqueue', 'jobs', 'has_dependents', 'false', 'jobs.has_dependents defaults to false');
-SELECT col_has_check('jobqueue', 'jobs', 'dependencies_left', 'jobs.dependencies_left has a check constraint');
 SELECT col_type_is('jobqueue', 'queues', 'notify_finished', 'boolean', 'queues.notify_finished is boolean');
 SELECT col_not_null('jobqueue', 'queues', 'notify_finished', 'queues.notify_finished is not null');
 SELECT col_default_is('jobqueue', 'queues', 'notify_finished', 'false', 'queues.notify_finished defaults to false');
@@ -266,7 +266,6 @@ FROM pg_index i WHERE i.indexrelid = 'jobqueue.jobs_claim_idx'::regclass;
 --
 SELECT col_type_is('jobqueue', 'jobs', 'group_key', 'text', 'jobs.group_key is text');
 SELECT col_is_null('jobqueue', 'jobs', 'group_key', 'jobs.group_key is nullable');
-SELECT col_has_check('jobqueue', 'jobs', 'group_key', 'jobs.group_key has a check constraint');
 SELECT col_type_is('jobqueue', 'queues', c.col, c.typ, format('queues.%s is %s', c.col, c.typ))
 FROM (VALUES ('group_concurrency', 'integer'), ('group_ordered', 'boolean'),
 	('fairness', 'text'), ('priority_aging', 'interval')) c(col, typ);
@@ -287,6 +286,37 @@ SELECT has_function('jobqueue', 'jq_group_stats', ARRAY['text']);
 SELECT is(pg_get_function_result('jobqueue.jq_group_stats(text)'::regprocedure),
 	'SETOF record', 'result of jq_group_stats');
 SELECT is_definer('jobqueue', 'jq_group_stats', ARRAY['text']);
+
+--
+-- 1.3: the value rules of jobs as domains (checked only when a column is
+-- assigned), no CHECK constraint left on jobs, lighter group triggers
+--
+SELECT has_domain('jobqueue', d, format('domain jobqueue.%s exists', d))
+FROM unnest(ARRAY['attempt_limit', 'fencing_token', 'dependency_count']::name[]) d;
+SELECT domain_type_is('jobqueue', d.name, d.base, format('domain jobqueue.%s is over %s', d.name, d.base))
+FROM (VALUES ('attempt_limit', 'integer'), ('fencing_token', 'bigint'),
+	('dependency_count', 'integer')) d(name, base);
+SELECT set_eq(
+	$$SELECT t.typname::text, c.conname::text, pg_get_constraintdef(c.oid)
+	  FROM pg_constraint c JOIN pg_type t ON t.oid = c.contypid
+	  WHERE t.typnamespace = 'jobqueue'::regnamespace AND c.contype = 'c'$$,
+	$$VALUES ('attempt_limit', 'jobs_max_attempts_positive', 'CHECK ((VALUE >= 1))'),
+	  ('fencing_token', 'jobs_lease_token_in_range',
+	   'CHECK (((VALUE >= 0) AND (VALUE < ''9223372036854775807''::bigint)))'),
+	  ('dependency_count', 'jobs_dependencies_left_nonnegative', 'CHECK ((VALUE >= 0))')$$,
+	'the domains keep the rules and the names of the former constraints of jobs');
+SELECT is_empty(
+	$$SELECT c.conname FROM pg_constraint c
+	  WHERE c.conrelid = 'jobqueue.jobs'::regclass AND c.contype = 'c'$$,
+	'jobs has no CHECK constraint (each would be re-planned by every UPDATE)');
+SELECT is(pg_get_triggerdef(t.oid), t.expected, format('trigger %s', t.tgname))
+FROM (SELECT tg.oid, tg.tgname, e.expected
+	  FROM pg_trigger tg
+	  JOIN (VALUES
+		('jobs_group_insert', 'CREATE TRIGGER jobs_group_insert AFTER INSERT ON jobqueue.jobs FOR EACH ROW WHEN ((new.group_key IS NOT NULL)) EXECUTE FUNCTION jobqueue.jq_group_count()'),
+		('jobs_group_status', 'CREATE TRIGGER jobs_group_status AFTER UPDATE OF status, group_key ON jobqueue.jobs FOR EACH ROW WHEN (((old.group_key IS NOT NULL) OR (new.group_key IS NOT NULL))) EXECUTE FUNCTION jobqueue.jq_group_count()')
+	  ) e(name, expected) ON e.name = tg.tgname
+	  WHERE tg.tgrelid = 'jobqueue.jobs'::regclass) t;
 
 SELECT * FROM finish();
 ROLLBACK;
