@@ -694,6 +694,18 @@ jq_claim_batch(const JqClaimArgs *args, TimestampTz now,
 }
 
 /*
+ * Is the text[] a (from jq_completion_queues) empty?  Then no queue keeps
+ * no history, and a completion is a plain UPDATE (JQ_PLAN_COMPLETE_KEEP).
+ */
+static bool
+jq_text_array_empty(Datum a)
+{
+	ArrayType  *arr = DatumGetArrayTypeP(a);
+
+	return ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr)) == 0;
+}
+
+/*
  * Complete the (id, token) pairs of args (at least one) at now, under the
  * rule of jq_complete, in one statement; the ids completed go into tupstore
  * (rows of one bigint column) unless it is NULL.  Counts the completions,
@@ -722,7 +734,10 @@ jq_complete_batch(const JqCompleteArgs *args, TimestampTz now,
 	if (args->results != NULL)
 		nulls[3] = JQ_NOTNULL;
 	jq_completion_queues(&values[4], &values[5]);
-	jq_execute(JQ_PLAN_COMPLETE_MANY, values, nulls, SPI_OK_SELECT);
+	if (jq_text_array_empty(values[5]))
+		jq_execute(JQ_PLAN_COMPLETE_MANY_KEEP, values, nulls, SPI_OK_UPDATE_RETURNING);
+	else
+		jq_execute(JQ_PLAN_COMPLETE_MANY, values, nulls, SPI_OK_SELECT);
 	ncompleted = SPI_processed;
 	completed = palloc(sizeof(Datum) * Max(ncompleted, 1));
 	for (i = 0; i < ncompleted; i++)
@@ -814,7 +829,10 @@ jq_complete(PG_FUNCTION_ARGS)
 
 	jq_spi_connect();
 	jq_completion_queues(&values[4], &values[5]);
-	jq_execute(JQ_PLAN_COMPLETE, values, nulls, SPI_OK_SELECT);
+	if (jq_text_array_empty(values[5]))
+		jq_execute(JQ_PLAN_COMPLETE_KEEP, values, nulls, SPI_OK_UPDATE_RETURNING);
+	else
+		jq_execute(JQ_PLAN_COMPLETE, values, nulls, SPI_OK_SELECT);
 	if (SPI_processed == 1)
 		done = jq_note_outcome(JQ_TR_COMPLETE, 0, NULL, NULL, &queue_name) == 1;
 	else
