@@ -25,7 +25,12 @@ const (
 	sqlClaim = "SELECT c.id, c.payload::text, c.attempt, c.token, c.lease_expires_at, " +
 		"pg_catalog.date_part('epoch', c.lease_expires_at - pg_catalog.now()) " +
 		"FROM jobqueue.jq_claim($1, $2::int, $3) AS c"
-	sqlCompleteMany = "SELECT id FROM jobqueue.jq_complete_many($1::bigint[], $2::bigint[]) AS id"
+	// The lease left is measured against clock_timestamp(): the claim of
+	// jq_complete_and_claim reads the clock after its completions.
+	sqlCompleteAndClaim = "SELECT c.id, c.payload::text, c.attempt, c.token, c.lease_expires_at, " +
+		"pg_catalog.date_part('epoch', c.lease_expires_at - pg_catalog.clock_timestamp()) " +
+		"FROM jobqueue.jq_complete_and_claim($1, $2::bigint[], $3::bigint[], $4::int, $5, NULL, $6::text[]::jsonb[]) AS c"
+	sqlCompleteMany = "SELECT id FROM jobqueue.jq_complete_many($1::bigint[], $2::bigint[], $3::text[]::jsonb[]) AS id"
 	sqlFail         = "SELECT jobqueue.jq_fail($1::bigint, $2::bigint, $3, $4, retryable => $5::boolean, " +
 		"retry_in => $6::interval)::text"
 	sqlHeartbeat = "SELECT pg_catalog.date_part('epoch', h - pg_catalog.now()) " +
@@ -44,6 +49,27 @@ type Job struct {
 
 	mu     sync.Mutex
 	reason string
+	result *string // JSON text, set by SetResult
+}
+
+// SetResult sets the job's result: v as JSON, stored with the completion
+// when the handler returns nil (jq_complete_and_claim's or
+// jq_complete_many's results).  A json.RawMessage is taken as it is; nil
+// stores no result.  It returns the error of json.Marshal.
+func (j *Job) SetResult(v interface{}) error {
+	var text *string
+	if v != nil {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		s := string(b)
+		text = &s
+	}
+	j.mu.Lock()
+	j.result = text
+	j.mu.Unlock()
+	return nil
 }
 
 // CancelReason says why the handler's context was cancelled: "lease lost"
@@ -99,6 +125,8 @@ type Worker struct {
 	stopCh   chan struct{}
 	notifyCh chan struct{}
 	results  chan result
+
+	combined, combinedJobs int64 // calls of jq_complete_and_claim and their completions (tests)
 }
 
 type held struct {
@@ -352,7 +380,7 @@ func (w *Worker) mainLoop() error {
 		if w.flushDue(st, time.Now()) {
 			continue
 		}
-		if st.claimNow && st.stopAt.IsZero() && w.claimSize(st) > 0 {
+		if st.claimNow && st.stopAt.IsZero() && w.claimSize(st, 0) > 0 {
 			continue
 		}
 		until := st.nextPoll
@@ -426,11 +454,12 @@ func (w *Worker) flushDue(st *loop, now time.Time) bool {
 
 // claimSize: none while enough jobs wait for a handler; a whole batch once
 // there is room for one; less only when the handlers would run out.
-func (w *Worker) claimSize(st *loop) int {
+// finishing: held jobs whose completion goes in the same call.
+func (w *Worker) claimSize(st *loop, finishing int) int {
 	if len(st.ready) >= w.opts.Concurrency {
 		return 0
 	}
-	room := w.opts.BatchSize + w.opts.Concurrency - len(st.held)
+	room := w.opts.BatchSize + w.opts.Concurrency - (len(st.held) - finishing)
 	if room < w.opts.BatchSize && len(st.ready) > 0 {
 		return 0
 	}
@@ -465,7 +494,7 @@ func (w *Worker) step(st *loop, now time.Time) (done bool, err error) {
 		}
 	}
 	if w.flushDue(st, now) {
-		if err := w.flush(st); err != nil {
+		if err := w.flush(st, st.stopAt.IsZero()); err != nil {
 			return false, err
 		}
 	}
@@ -483,7 +512,7 @@ func (w *Worker) step(st *loop, now time.Time) (done bool, err error) {
 			return true, nil
 		}
 		if time.Now().After(st.stopAt) {
-			if err := w.flush(st); err != nil {
+			if err := w.flush(st, false); err != nil {
 				return false, err
 			}
 			for _, h := range st.held {
@@ -526,27 +555,35 @@ func (w *Worker) claim(st *loop, now time.Time) error {
 	if !st.claimNow && now.Before(st.nextPoll) {
 		return nil
 	}
-	n := w.claimSize(st)
+	n := w.claimSize(st, 0)
 	if n <= 0 {
 		return nil
 	}
-	st.claimNow = false
 	ctx, cancel := dbCtx()
 	defer cancel()
 	rows, err := st.conn.Query(ctx, sqlClaim, w.opts.Queue, n, w.opts.Owner)
 	if err != nil {
 		return err
 	}
-	var claimed []*held
+	return w.claimed(st, rows, n)
+}
+
+// claimed takes the jobs of a claim of n (jq_claim or
+// jq_complete_and_claim) from rows, and closes them.
+func (w *Worker) claimed(st *loop, rows pgx.Rows, n int) error {
+	st.claimNow = false
+	now := time.Now()
+	claimed := make([]*held, 0, n)
+	var payload []byte
+	var remaining float64
 	for rows.Next() {
 		j := &Job{Queue: w.opts.Queue}
-		var payload string
-		var remaining float64
 		if err := rows.Scan(&j.ID, &payload, &j.Attempt, &j.Token, &j.LeaseExpiresAt, &remaining); err != nil {
 			rows.Close()
 			return err
 		}
-		j.Payload = json.RawMessage(payload)
+		// Scan into []byte reuses the driver's buffer: copy.
+		j.Payload = append(json.RawMessage(nil), payload...)
 		lease := time.Duration(remaining * float64(time.Second))
 		if lease < time.Millisecond {
 			lease = time.Millisecond
@@ -573,57 +610,28 @@ func (w *Worker) claim(st *loop, now time.Time) error {
 	return nil
 }
 
-func (w *Worker) flush(st *loop) error {
+// flush sends the results: failures with jq_fail, then the completions.
+// With claim (and room for a claim) the completions and the next claim go
+// in one call, jq_complete_and_claim; else (and for jobs whose lease the
+// worker saw lost) jq_complete_many, which says which were refused.
+func (w *Worker) flush(st *loop, claim bool) error {
 	if len(st.pending) == 0 {
 		return nil
 	}
-	var ok, failed []result
-	for _, r := range st.pending {
-		if r.err == nil {
-			ok = append(ok, r)
-		} else {
-			failed = append(failed, r)
-		}
-	}
 	ctx, cancel := dbCtx()
 	defer cancel()
-	if len(ok) > 0 {
-		ids := make([]int64, len(ok))
-		tokens := make([]int64, len(ok))
-		for i, r := range ok {
-			ids[i], tokens[i] = r.h.job.ID, r.h.job.Token
-		}
-		rows, err := st.conn.Query(ctx, sqlCompleteMany, ids, tokens)
-		if err != nil {
-			return err
-		}
-		completed := map[int64]bool{}
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
-			completed[id] = true
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		for _, r := range ok {
-			delete(st.held, r.h.job.ID)
-			r.h.cancel()
-			if completed[r.h.job.ID] {
-				w.count(func(s *Stats) { s.Completed++ })
-			} else {
-				w.count(func(s *Stats) { s.Fenced++ })
-				w.log.Printf("job %d: completion refused (lease lost)", r.h.job.ID)
-			}
-		}
-		st.pending = failed
-	}
+	var ok, lost []result
 	for len(st.pending) > 0 {
 		r := st.pending[0]
+		if r.err == nil {
+			st.pending = st.pending[1:]
+			if r.h.aborted {
+				lost = append(lost, r)
+			} else {
+				ok = append(ok, r)
+			}
+			continue
+		}
 		f := classify(r.err)
 		var retryIn interface{}
 		if f.retryIn != nil {
@@ -632,11 +640,11 @@ func (w *Worker) flush(st *loop) error {
 		var status *string
 		if err := st.conn.QueryRow(ctx, sqlFail, r.h.job.ID, r.h.job.Token, f.code, f.message,
 			f.retryable, retryIn).Scan(&status); err != nil {
+			st.pending = append(append(ok, lost...), st.pending...)
 			return err
 		}
 		st.pending = st.pending[1:]
-		delete(st.held, r.h.job.ID)
-		r.h.cancel()
+		w.finished(st, r)
 		if status == nil {
 			w.count(func(s *Stats) { s.Fenced++ })
 			w.log.Printf("job %d: failure refused (lease lost): %s", r.h.job.ID, f.code)
@@ -644,6 +652,151 @@ func (w *Worker) flush(st *loop) error {
 			w.count(func(s *Stats) { s.Failed++ })
 			w.log.Printf("job %d attempt %d failed (%s: %s): now %s", r.h.job.ID, r.h.job.Attempt, f.code, f.message, *status)
 		}
+	}
+	if len(lost) > 0 {
+		if err := w.completeMany(ctx, st, lost); err != nil {
+			st.pending = append(lost, ok...)
+			return err
+		}
+	}
+	if len(ok) == 0 {
+		return nil
+	}
+	n := 0
+	if claim && (st.claimNow || !time.Now().Before(st.nextPoll)) {
+		n = w.claimSize(st, len(ok))
+	}
+	var err error
+	if n > 0 {
+		err = w.completeAndClaim(ctx, st, ok, n)
+	} else {
+		err = w.completeMany(ctx, st, ok)
+	}
+	if err != nil {
+		st.pending = ok // not sent: for the next connection
+	}
+	return err
+}
+
+func (w *Worker) finished(st *loop, r result) {
+	delete(st.held, r.h.job.ID)
+	r.h.cancel()
+}
+
+// completionArgs: ids, tokens and results (nil when every result is nil).
+func completionArgs(rs []result) ([]int64, []int64, []*string) {
+	ids := make([]int64, len(rs))
+	tokens := make([]int64, len(rs))
+	values := make([]*string, len(rs))
+	any := false
+	for i, r := range rs {
+		ids[i], tokens[i] = r.h.job.ID, r.h.job.Token
+		r.h.job.mu.Lock()
+		values[i] = r.h.job.result
+		r.h.job.mu.Unlock()
+		if values[i] != nil {
+			any = true
+		}
+	}
+	if !any {
+		values = nil
+	}
+	return ids, tokens, values
+}
+
+func isResultTooLarge(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "54000"
+}
+
+// completeMany completes with jq_complete_many, which returns the ids
+// completed: the others were refused (fenced).
+func (w *Worker) completeMany(ctx context.Context, st *loop, rs []result) error {
+	ids, tokens, values := completionArgs(rs)
+	rows, err := st.conn.Query(ctx, sqlCompleteMany, ids, tokens, values)
+	if err != nil {
+		return err
+	}
+	completed := make(map[int64]bool, len(rs))
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return err
+		}
+		completed[id] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		if isResultTooLarge(err) && len(rs) > 1 {
+			return w.completeOneByOne(ctx, st, rs)
+		}
+		return err
+	}
+	for _, r := range rs {
+		w.finished(st, r)
+		if completed[r.h.job.ID] {
+			w.count(func(s *Stats) { s.Completed++ })
+		} else {
+			w.count(func(s *Stats) { s.Fenced++ })
+			w.log.Printf("job %d: completion refused (lease lost)", r.h.job.ID)
+		}
+	}
+	return nil
+}
+
+// completeAndClaim completes these jobs and claims up to n more, in one
+// call.  The call does not say which completions were refused (a job
+// cancelled or reaped without the worker seeing it): all count as
+// completed.
+func (w *Worker) completeAndClaim(ctx context.Context, st *loop, rs []result, n int) error {
+	ids, tokens, values := completionArgs(rs)
+	rows, err := st.conn.Query(ctx, sqlCompleteAndClaim, w.opts.Queue, ids, tokens, n, w.opts.Owner, values)
+	if err != nil {
+		return err
+	}
+	// The completions are done once the call succeeded: take them first,
+	// so that the jobs claimed have room in st.held.
+	if err := w.claimed(st, rows, n); err != nil {
+		if isResultTooLarge(err) {
+			return w.completeOneByOne(ctx, st, rs)
+		}
+		return err
+	}
+	for _, r := range rs {
+		w.finished(st, r)
+	}
+	w.count(func(s *Stats) { s.Completed += int64(len(rs)) })
+	w.combined++
+	w.combinedJobs += int64(len(rs))
+	return nil
+}
+
+// completeOneByOne: a result was larger than jobqueue.max_result_size
+// (the call failed and changed nothing).  The jobs are completed one at a
+// time, and the ones whose result is refused fail, permanently (the same
+// result would be refused at every attempt).
+func (w *Worker) completeOneByOne(ctx context.Context, st *loop, rs []result) error {
+	for i, r := range rs {
+		err := w.completeMany(ctx, st, rs[i:i+1])
+		if err == nil {
+			continue
+		}
+		if !isResultTooLarge(err) {
+			return err
+		}
+		var status *string
+		if err := st.conn.QueryRow(ctx, sqlFail, r.h.job.ID, r.h.job.Token, "RESULT_TOO_LARGE", err.Error(),
+			false, nil).Scan(&status); err != nil {
+			return err
+		}
+		w.finished(st, r)
+		if status == nil {
+			w.count(func(s *Stats) { s.Fenced++ })
+		} else {
+			w.count(func(s *Stats) { s.Failed++ })
+		}
+		w.log.Printf("job %d: result too large; failed: %v", r.h.job.ID, status)
 	}
 	return nil
 }
