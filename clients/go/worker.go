@@ -9,8 +9,10 @@ import (
 	"math/rand"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -21,15 +23,23 @@ import (
 // Channel is the NOTIFY channel of jobqueue; the payload is the queue name.
 const Channel = "jobqueue"
 
+// A claim returns its jobs as one JSON array of [id, payload, attempt,
+// token, lease_expires_at, seconds of lease left] (in the order of the
+// claim), decoded in one pass.  The lease left is measured against
+// clock_timestamp(): the claim of jq_complete_and_claim reads the clock
+// after its completions.
+const sqlJobsJSON = "SELECT pg_catalog.json_agg(pg_catalog.json_build_array(c.id, c.payload, c.attempt, c.token, " +
+	"c.lease_expires_at, pg_catalog.date_part('epoch', " +
+	"c.lease_expires_at - pg_catalog.clock_timestamp())) ORDER BY c.n)::text " +
+	"FROM %s WITH ORDINALITY AS c(id, payload, attempt, token, lease_expires_at, n)"
+
+var (
+	sqlClaim            = fmt.Sprintf(sqlJobsJSON, "jobqueue.jq_claim($1, $2::int, $3)")
+	sqlCompleteAndClaim = fmt.Sprintf(sqlJobsJSON,
+		"jobqueue.jq_complete_and_claim($1, $2::bigint[], $3::bigint[], $4::int, $5, NULL, $6::text[]::jsonb[])")
+)
+
 const (
-	sqlClaim = "SELECT c.id, c.payload::text, c.attempt, c.token, c.lease_expires_at, " +
-		"pg_catalog.date_part('epoch', c.lease_expires_at - pg_catalog.now()) " +
-		"FROM jobqueue.jq_claim($1, $2::int, $3) AS c"
-	// The lease left is measured against clock_timestamp(): the claim of
-	// jq_complete_and_claim reads the clock after its completions.
-	sqlCompleteAndClaim = "SELECT c.id, c.payload::text, c.attempt, c.token, c.lease_expires_at, " +
-		"pg_catalog.date_part('epoch', c.lease_expires_at - pg_catalog.clock_timestamp()) " +
-		"FROM jobqueue.jq_complete_and_claim($1, $2::bigint[], $3::bigint[], $4::int, $5, NULL, $6::text[]::jsonb[]) AS c"
 	sqlCompleteMany = "SELECT id FROM jobqueue.jq_complete_many($1::bigint[], $2::bigint[], $3::text[]::jsonb[]) AS id"
 	sqlFail         = "SELECT jobqueue.jq_fail($1::bigint, $2::bigint, $3, $4, retryable => $5::boolean, " +
 		"retry_in => $6::interval)::text"
@@ -124,7 +134,17 @@ type Worker struct {
 	stopOnce sync.Once
 	stopCh   chan struct{}
 	notifyCh chan struct{}
-	results  chan result
+
+	// The handlers: Concurrency goroutines take claimed jobs from readyCh
+	// and put their results in resBuf; they wake the main loop (wakeCh)
+	// for the first result and when wakeAt of them are there, not for
+	// each one.
+	readyCh  chan *held
+	resMu    sync.Mutex
+	resBuf   []result
+	resFirst time.Time // when the first result in resBuf came
+	wakeCh   chan struct{}
+	wakeAt   int64 // atomic: min(BatchSize, jobs held); 1 when stopping
 
 	combined, combinedJobs int64 // calls of jq_complete_and_claim and their completions (tests)
 }
@@ -190,8 +210,8 @@ func NewWorker(dsn string, opts WorkerOptions) (*Worker, error) {
 		l = log.New(os.Stderr, "jobqueue: ", log.LstdFlags)
 	}
 	return &Worker{dsn: dsn, opts: opts, log: l, stopCh: make(chan struct{}),
-		notifyCh: make(chan struct{}, 1),
-		results:  make(chan result, opts.Concurrency+opts.BatchSize)}, nil
+		notifyCh: make(chan struct{}, 1), wakeCh: make(chan struct{}, 1), wakeAt: 1,
+		readyCh: make(chan *held, opts.Concurrency+opts.BatchSize)}, nil
 }
 
 // Owner is the lease owner the worker claims as.
@@ -261,7 +281,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.log.Printf("worker %s: queue %s, concurrency %d, batch %d", w.opts.Owner, w.opts.Queue,
 		w.opts.Concurrency, w.opts.BatchSize)
+	for i := 0; i < w.opts.Concurrency; i++ {
+		go w.handlerLoop()
+	}
 	err := w.mainLoop()
+	// The handler goroutines end; one still running a handler past the
+	// shutdown ends when the handler returns (its result is ignored).
+	close(w.readyCh)
 	stopListen()
 	wg.Wait()
 	w.log.Printf("worker %s stopped: %+v", w.opts.Owner, w.Stats())
@@ -313,13 +339,16 @@ func (w *Worker) notified() {
 type loop struct {
 	conn     *pgx.Conn
 	held     map[int64]*held
-	ready    []*held
-	running  int
+	ready    []*held // taken back from readyCh at the shutdown, to be released
 	pending  []result
 	firstRes time.Time // when the oldest pending result came
 	claimNow bool
 	nextPoll time.Time
 	stopAt   time.Time
+	// The earliest heartbeat or lease deadline of the held jobs, or
+	// earlier (a job that left makes it early, never late): the held jobs
+	// are looked at only when it has passed.
+	nextTimer time.Time
 }
 
 func dbCtx() (context.Context, context.CancelFunc) {
@@ -376,7 +405,9 @@ func (w *Worker) mainLoop() error {
 			continue
 		}
 		b.reset()
-		w.checkDeadlines(st, time.Now())
+		if !time.Now().Before(st.nextTimer) {
+			continue // the next step sends the heartbeats due and sets the timer again
+		}
 		if w.flushDue(st, time.Now()) {
 			continue
 		}
@@ -390,13 +421,8 @@ func (w *Worker) mainLoop() error {
 		if len(st.pending) > 0 && st.firstRes.Add(w.opts.FlushInterval).Before(until) {
 			until = st.firstRes.Add(w.opts.FlushInterval)
 		}
-		for _, h := range st.held {
-			if h.nextHb.Before(until) {
-				until = h.nextHb
-			}
-			if h.deadline.Before(until) {
-				until = h.deadline
-			}
+		if st.nextTimer.Before(until) {
+			until = st.nextTimer
 		}
 		d := time.Until(until)
 		if d > w.opts.PollInterval {
@@ -418,8 +444,8 @@ func (w *Worker) wait(st *loop, d time.Duration, stopping bool) bool {
 		stopCh = nil
 	}
 	select {
-	case r := <-w.results:
-		st.addResult(r)
+	case <-w.wakeCh:
+		w.takeResults(st)
 	case <-w.notifyCh:
 		st.claimNow = true
 	case <-stopCh:
@@ -436,12 +462,57 @@ func (w *Worker) closeConn(st *loop) {
 	}
 }
 
-func (st *loop) addResult(r result) {
-	st.running--
-	if len(st.pending) == 0 {
-		st.firstRes = time.Now()
+// takeResults moves the handlers' results to st.pending.
+func (w *Worker) takeResults(st *loop) {
+	w.resMu.Lock()
+	if len(w.resBuf) > 0 {
+		if len(st.pending) == 0 {
+			st.firstRes = w.resFirst
+		}
+		st.pending = append(st.pending, w.resBuf...)
+		w.resBuf = w.resBuf[:0]
 	}
-	st.pending = append(st.pending, r)
+	w.resMu.Unlock()
+}
+
+// setWakeAt: the handlers wake the main loop when this many results are
+// there (a batch, or every held job; 1 when stopping).
+func (w *Worker) setWakeAt(st *loop) {
+	n := int64(w.opts.BatchSize)
+	if int64(len(st.held)) < n {
+		n = int64(len(st.held))
+	}
+	if !st.stopAt.IsZero() || n < 1 {
+		n = 1
+	}
+	atomic.StoreInt64(&w.wakeAt, n)
+}
+
+func (w *Worker) handlerLoop() {
+	for h := range w.readyCh {
+		var err error
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					err = fmt.Errorf("panic: %v", p)
+				}
+			}()
+			err = w.opts.Handler(h.ctx, h.job)
+		}()
+		w.resMu.Lock()
+		if len(w.resBuf) == 0 {
+			w.resFirst = time.Now()
+		}
+		w.resBuf = append(w.resBuf, result{h, err})
+		n := int64(len(w.resBuf))
+		w.resMu.Unlock()
+		if n == 1 || n >= atomic.LoadInt64(&w.wakeAt) {
+			select {
+			case w.wakeCh <- struct{}{}:
+			default:
+			}
+		}
+	}
 }
 
 // flushDue: results are sent in batches, when BatchSize of them are
@@ -456,11 +527,12 @@ func (w *Worker) flushDue(st *loop, now time.Time) bool {
 // there is room for one; less only when the handlers would run out.
 // finishing: held jobs whose completion goes in the same call.
 func (w *Worker) claimSize(st *loop, finishing int) int {
-	if len(st.ready) >= w.opts.Concurrency {
+	ready := len(w.readyCh)
+	if ready >= w.opts.Concurrency {
 		return 0
 	}
 	room := w.opts.BatchSize + w.opts.Concurrency - (len(st.held) - finishing)
-	if room < w.opts.BatchSize && len(st.ready) > 0 {
+	if room < w.opts.BatchSize && ready > 0 {
 		return 0
 	}
 	if room > w.opts.BatchSize {
@@ -475,15 +547,7 @@ func (w *Worker) claimSize(st *loop, finishing int) int {
 // step: one round of database work.  done: the shutdown is complete.
 func (w *Worker) step(st *loop, now time.Time) (done bool, err error) {
 	// Collect finished handlers without waiting.
-	for {
-		select {
-		case r := <-w.results:
-			st.addResult(r)
-			continue
-		default:
-		}
-		break
-	}
+	w.takeResults(st)
 	if st.conn == nil || st.conn.IsClosed() {
 		ctx, cancel := dbCtx()
 		st.conn, err = w.connect(ctx, w.dsn)
@@ -498,10 +562,21 @@ func (w *Worker) step(st *loop, now time.Time) (done bool, err error) {
 			return false, err
 		}
 	}
-	if err := w.heartbeats(st, now); err != nil {
-		return false, err
+	if !now.Before(st.nextTimer) {
+		if err := w.heartbeats(st, now); err != nil {
+			return false, err
+		}
 	}
 	if !st.stopAt.IsZero() {
+		// The jobs no handler took are released.
+		for taken := true; taken; {
+			select {
+			case h := <-w.readyCh:
+				st.ready = append(st.ready, h)
+			default:
+				taken = false
+			}
+		}
 		for len(st.ready) > 0 {
 			if err := w.release(st, st.ready[0]); err != nil {
 				return false, err
@@ -529,26 +604,7 @@ func (w *Worker) step(st *loop, now time.Time) (done bool, err error) {
 	if err := w.claim(st, now); err != nil {
 		return false, err
 	}
-	for st.running < w.opts.Concurrency && len(st.ready) > 0 {
-		h := st.ready[0]
-		st.ready = st.ready[1:]
-		st.running++
-		go w.runHandler(h)
-	}
 	return false, nil
-}
-
-func (w *Worker) runHandler(h *held) {
-	var err error
-	func() {
-		defer func() {
-			if p := recover(); p != nil {
-				err = fmt.Errorf("panic: %v", p)
-			}
-		}()
-		err = w.opts.Handler(h.ctx, h.job)
-	}()
-	w.results <- result{h, err}
 }
 
 func (w *Worker) claim(st *loop, now time.Time) error {
@@ -561,29 +617,41 @@ func (w *Worker) claim(st *loop, now time.Time) error {
 	}
 	ctx, cancel := dbCtx()
 	defer cancel()
-	rows, err := st.conn.Query(ctx, sqlClaim, w.opts.Queue, n, w.opts.Owner)
-	if err != nil {
+	var jobs []byte
+	if err := st.conn.QueryRow(ctx, sqlClaim, w.opts.Queue, n, w.opts.Owner).Scan(&jobs); err != nil {
+		// A claim that failed (also in its commit) claimed nothing.
 		return err
 	}
-	return w.claimed(st, rows, n)
+	return w.claimed(st, jobs, n)
 }
 
 // claimed takes the jobs of a claim of n (jq_claim or
-// jq_complete_and_claim) from rows, and closes them.
-func (w *Worker) claimed(st *loop, rows pgx.Rows, n int) error {
+// jq_complete_and_claim): jobs is the JSON text of sqlJobsJSON, nil when
+// none came.
+func (w *Worker) claimed(st *loop, jobs []byte, n int) error {
 	st.claimNow = false
-	now := time.Now()
-	claimed := make([]*held, 0, n)
-	var payload []byte
-	var remaining float64
-	for rows.Next() {
-		j := &Job{Queue: w.opts.Queue}
-		if err := rows.Scan(&j.ID, &payload, &j.Attempt, &j.Token, &j.LeaseExpiresAt, &remaining); err != nil {
-			rows.Close()
-			return err
+	var rows [][6]json.RawMessage
+	if jobs != nil {
+		if err := json.Unmarshal(jobs, &rows); err != nil {
+			return fmt.Errorf("jobqueue: the jobs of a claim: %w", err)
 		}
-		// Scan into []byte reuses the driver's buffer: copy.
-		j.Payload = append(json.RawMessage(nil), payload...)
+	}
+	now := time.Now()
+	claimed := make([]*held, 0, len(rows))
+	for _, r := range rows {
+		// Numbers and a timestamp (JSON strings without escapes): read
+		// directly rather than through json.Unmarshal each.
+		j := &Job{Queue: w.opts.Queue, Payload: r[1]}
+		var err [5]error
+		j.ID, err[0] = strconv.ParseInt(string(r[0]), 10, 64)
+		j.Attempt, err[1] = strconv.Atoi(string(r[2]))
+		j.Token, err[2] = strconv.ParseInt(string(r[3]), 10, 64)
+		j.LeaseExpiresAt, err[3] = time.Parse(time.RFC3339Nano, strings.Trim(string(r[4]), `"`))
+		var remaining float64
+		remaining, err[4] = strconv.ParseFloat(string(r[5]), 64)
+		if e := firstError(err[:]...); e != nil {
+			return fmt.Errorf("jobqueue: the jobs of a claim: %w", e)
+		}
 		lease := time.Duration(remaining * float64(time.Second))
 		if lease < time.Millisecond {
 			lease = time.Millisecond
@@ -592,20 +660,29 @@ func (w *Worker) claimed(st *loop, rows pgx.Rows, n int) error {
 		claimed = append(claimed, &held{job: j, ctx: hctx, cancel: hcancel, deadline: now.Add(lease),
 			nextHb: now.Add(time.Duration(float64(lease) * w.opts.HeartbeatFraction))})
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		// A claim that failed (also in its commit) claimed nothing.
-		return err
-	}
-	t := time.Now()
-	st.nextPoll = t.Add(w.opts.PollInterval)
+	st.nextPoll = time.Now().Add(w.opts.PollInterval)
 	for _, h := range claimed {
 		st.held[h.job.ID] = h
-		st.ready = append(st.ready, h)
+		if h.nextHb.Before(st.nextTimer) || st.nextTimer.IsZero() {
+			st.nextTimer = h.nextHb
+		}
+	}
+	w.setWakeAt(st)
+	for _, h := range claimed {
+		w.readyCh <- h // room: at most BatchSize + Concurrency are held
 	}
 	w.count(func(s *Stats) { s.Claimed += int64(len(claimed)) })
 	if len(claimed) == n {
 		st.claimNow = true
+	}
+	return nil
+}
+
+func firstError(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -681,6 +758,7 @@ func (w *Worker) flush(st *loop, claim bool) error {
 func (w *Worker) finished(st *loop, r result) {
 	delete(st.held, r.h.job.ID)
 	r.h.cancel()
+	w.setWakeAt(st)
 }
 
 // completionArgs: ids, tokens and results (nil when every result is nil).
@@ -751,20 +829,20 @@ func (w *Worker) completeMany(ctx context.Context, st *loop, rs []result) error 
 // completed.
 func (w *Worker) completeAndClaim(ctx context.Context, st *loop, rs []result, n int) error {
 	ids, tokens, values := completionArgs(rs)
-	rows, err := st.conn.Query(ctx, sqlCompleteAndClaim, w.opts.Queue, ids, tokens, n, w.opts.Owner, values)
-	if err != nil {
-		return err
-	}
-	// The completions are done once the call succeeded: take them first,
-	// so that the jobs claimed have room in st.held.
-	if err := w.claimed(st, rows, n); err != nil {
+	var jobs []byte
+	if err := st.conn.QueryRow(ctx, sqlCompleteAndClaim, w.opts.Queue, ids, tokens, n, w.opts.Owner, values).Scan(&jobs); err != nil {
 		if isResultTooLarge(err) {
 			return w.completeOneByOne(ctx, st, rs)
 		}
 		return err
 	}
+	// The completions are done: they leave st.held before the jobs
+	// claimed come in.
 	for _, r := range rs {
 		w.finished(st, r)
+	}
+	if err := w.claimed(st, jobs, n); err != nil {
+		return err
 	}
 	w.count(func(s *Stats) { s.Completed += int64(len(rs)) })
 	w.combined++
@@ -801,7 +879,12 @@ func (w *Worker) completeOneByOne(ctx context.Context, st *loop, rs []result) er
 	return nil
 }
 
+// heartbeats sends the heartbeats that are due, cancels the jobs whose
+// lease ran out, and sets st.nextTimer.
 func (w *Worker) heartbeats(st *loop, now time.Time) error {
+	w.checkDeadlines(st, now)
+	next := now.Add(w.opts.PollInterval)
+	defer func() { st.nextTimer = next }()
 	for _, h := range st.held {
 		if h.aborted || h.nextHb.After(now) {
 			continue
@@ -824,6 +907,14 @@ func (w *Worker) heartbeats(st *loop, now time.Time) error {
 		lease := time.Duration(*remaining * float64(time.Second))
 		h.deadline = t.Add(lease)
 		h.nextHb = t.Add(time.Duration(float64(lease) * w.opts.HeartbeatFraction))
+	}
+	for _, h := range st.held {
+		if !h.aborted && h.nextHb.Before(next) {
+			next = h.nextHb
+		}
+		if !h.aborted && h.deadline.Before(next) {
+			next = h.deadline
+		}
 	}
 	return nil
 }
