@@ -5,9 +5,9 @@
 # with a no-op handler, drains 100,000 jobs from its own queue; the
 # ceiling is pgbench running the same SQL as the workers on one connection
 # (the worker's one claim connection): jq_complete_and_claim of the jobs of
-# the previous turn and up to 100 more, fetching the same columns, until
-# every job is done (extended protocol, unnamed statements, like the
-# clients).  The runners take turns, BENCH_CLIENT_ROUNDS rounds of each,
+# the previous turn and up to 100 more, the claimed jobs fetched as one
+# JSON array as the workers do, until every job is done (extended
+# protocol, unnamed statements, like the clients).  The runners take turns, BENCH_CLIENT_ROUNDS rounds of each,
 # so that they are measured side by side under the same load; the report
 # gives the median jobs/s of each and its ratio to the ceiling's median,
 # and the CPU time per job of the server (postmaster and its children) and
@@ -17,7 +17,8 @@
 # Usage: sudo bash bench/clients.sh          (not part of the tests)
 #   BENCH_CLIENT_JOBS (100000), BENCH_CLIENT_CONCURRENCY (8),
 #   BENCH_CLIENT_BATCH (100), BENCH_CLIENT_ROUNDS (3),
-#   BENCH_CLIENTS_LIST ("python node go"), BENCH_PORT (first free port
+#   BENCH_CLIENTS_LIST ("python node go"), BENCH_CLIENTS_BASE (a git ref:
+#   its clients run too, as python-base ...), BENCH_PORT (first free port
 #   from 57500), BENCH_RESULTS (bench/results: clients.csv, clients.txt).
 source "$(dirname "$0")/../scripts/common.sh"
 
@@ -78,16 +79,19 @@ server_cpu() {
 }
 
 # --- the ceiling: pgbench, the same statement, one connection --------------
-# Each transaction completes the jobs the previous one claimed and claims
-# the next ones; the columns the workers fetch come back aggregated, so
-# that the ids and tokens can be kept for the next turn (\gset).  The last
+# The statement of the workers (jobs as one JSON array: see _JOBS_JSON in
+# clients/python/jobqueue/_worker.py, jobsJson in clients/node/lib/worker.js,
+# sqlJobsJSON in clients/go/worker.go), plus the ids and tokens as arrays,
+# which pgbench keeps for the next turn (\gset): each transaction completes
+# the jobs the previous one claimed and claims the next ones.  The last
 # turn finds the queue empty and only completes.
 cat >"$cdir/complete_and_claim.sql" <<'SQL'
-SELECT coalesce(array_agg(c.id), '{}') AS ids, coalesce(array_agg(c.token), '{}') AS tokens,
-       array_agg(c.payload) AS payloads, array_agg(c.attempt) AS attempts,
-       array_agg(c.lease_expires_at) AS expires,
-       array_agg(pg_catalog.date_part('epoch', c.lease_expires_at - pg_catalog.clock_timestamp())) AS remaining
-  FROM jobqueue.jq_complete_and_claim(:queue, :ids, :tokens, :batch, 'pgbench') c \gset
+SELECT pg_catalog.json_agg(pg_catalog.json_build_array(c.id, c.payload, c.attempt, c.token,
+         c.lease_expires_at, pg_catalog.date_part('epoch',
+         c.lease_expires_at - pg_catalog.clock_timestamp())) ORDER BY c.n)::text AS jobs,
+       coalesce(array_agg(c.id), '{}') AS ids, coalesce(array_agg(c.token), '{}') AS tokens
+  FROM jobqueue.jq_complete_and_claim(:queue, :ids, :tokens, :batch, 'pgbench', NULL, NULL)
+       WITH ORDINALITY AS c(id, payload, attempt, token, lease_expires_at, n) \gset
 SQL
 TURNS=$(((JOBS + BATCH - 1) / BATCH + 1))
 # Prints "seconds client_cpu_seconds" of one drain by pgbench.
@@ -188,23 +192,44 @@ func main() {
 	fmt.Printf("%.3f %.3f\n", el.Seconds(), c)
 }
 GO
+# BENCH_CLIENTS_BASE=<git ref>: the clients of that commit run too, as
+# python-base, node-base and go-base, for a before/after in the same run.
+RUNNERS=$LIST
+if [ -n "${BENCH_CLIENTS_BASE:-}" ]; then
+	mkdir -p "$cdir/base" "$cdir/gopath-base/src/jobqueue"
+	git -C "$JQ_ROOT" archive "$BENCH_CLIENTS_BASE" clients | tar -C "$cdir/base" -xf -
+	cp -r "$cdir/base/clients/go/." "$cdir/gopath-base/src/jobqueue/"
+	cp -r "$cdir/gopath/src/jqbench" "$cdir/gopath-base/src/"
+	for lang in $LIST; do RUNNERS+=" $lang-base"; done
+fi
 chown -R "$JQ_PGUSER" "$cdir"
 goenv=(GO111MODULE=off GOPATH="$cdir/gopath:/usr/share/gocode" GOFLAGS= GOCACHE="$cdir/gocache" HOME="$cdir")
-for lang in $LIST; do
-	case $lang in
-	node)
-		(cd "$dir/clients/node" && as_pguser env HOME="$cdir" npm_config_cache="$cdir/npm-cache" \
+# The directory of a runner's client library (python, node-base, ...).
+client_dir() {
+	case $1 in
+	*-base) echo "$cdir/base/clients/${1%-base}" ;;
+	*) echo "$dir/clients/$1" ;;
+	esac
+}
+for runner in $RUNNERS; do
+	case $runner in
+	node*)
+		(cd "$(client_dir "$runner")" && as_pguser env HOME="$cdir" npm_config_cache="$cdir/npm-cache" \
 			npm ci --no-audit --no-fund --loglevel=error >/dev/null) ;;
 	go) (cd "$cdir/gopath/src/jqbench" && as_pguser env "${goenv[@]}" go build -o "$cdir/jqbench" jqbench) ;;
+	go-base)
+		(cd "$cdir/gopath-base/src/jqbench" && as_pguser env "${goenv[@]}" GOPATH="$cdir/gopath-base:/usr/share/gocode" \
+			go build -o "$cdir/jqbench-base" jqbench) ;;
 	esac
 done
 # Prints "seconds client_cpu_seconds" of one drain by a worker.
 run_worker() {
-	local lang=$1 cmd
-	case $lang in
-	python) cmd=(/usr/bin/python3 "$cdir/drain.py" "$dir/clients/python") ;;
-	node) cmd=(node "$cdir/drain.js" "$dir/clients/node") ;;
+	local cmd
+	case $1 in
+	python*) cmd=(/usr/bin/python3 "$cdir/drain.py" "$(client_dir "$1")") ;;
+	node*) cmd=(node "$cdir/drain.js" "$(client_dir "$1")") ;;
 	go) cmd=("$cdir/jqbench") ;;
+	go-base) cmd=("$cdir/jqbench-base") ;;
 	esac
 	(cd "$cdir" && as_pguser env "${goenv[@]}" "${cmd[@]}" "$DSN" "$2" "$JOBS" "$CONC" "$BATCH")
 }
@@ -213,8 +238,8 @@ mkdir -p "$RES"
 csv=$RES/clients.csv
 echo "runner,round,jobs,seconds,jobs_per_s,server_cpu_us_per_job,client_cpu_us_per_job,load1_before" >"$csv"
 for ((round = 1; round <= ROUNDS; round++)); do
-	for runner in pgbench $LIST; do
-		q="bench_${runner}_$round"
+	for runner in pgbench $RUNNERS; do
+		q="bench_${runner//-/_}_$round"
 		fill "$q"
 		load1=$(cut -d' ' -f1 /proc/loadavg)
 		s0=$(server_cpu)
@@ -246,7 +271,7 @@ summary=$(awk -F, 'NR > 1 { v[$1] = v[$1] " " $5; s[$1] = s[$1] " " $6; c[$1] = 
 	}' "$csv" | sort -n -t'|' -k1,1 | cut -d'|' -f2-)
 {
 	echo "bench/clients.sh, $(date -u '+%Y-%m-%d %H:%M UTC'): $JOBS no-op jobs per run, concurrency $CONC, batch $BATCH,"
-	echo "$ROUNDS rounds of each runner taking turns (pgbench $LIST); medians."
+	echo "$ROUNDS rounds of each runner taking turns (pgbench $RUNNERS); medians.${BENCH_CLIENTS_BASE:+ *-base: the clients of $(git -C "$JQ_ROOT" rev-parse --short "$BENCH_CLIENTS_BASE") ($BENCH_CLIENTS_BASE).}"
 	echo
 	echo "| runner | jobs/s | ratio to the ceiling | server CPU us/job | client CPU us/job | jobs/s of the runs |"
 	echo "|---|---|---|---|---|---|"

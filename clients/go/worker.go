@@ -524,7 +524,9 @@ func (w *Worker) flushDue(st *loop, now time.Time) bool {
 }
 
 // claimSize: none while enough jobs wait for a handler; a whole batch once
-// there is room for one; less only when the handlers would run out.
+// there is room for one; less only when the handlers would run out and no
+// results wait to be sent (those go with the next claim, within
+// FlushInterval: a claim of its own would cost a round trip).
 // finishing: held jobs whose completion goes in the same call.
 func (w *Worker) claimSize(st *loop, finishing int) int {
 	ready := len(w.readyCh)
@@ -532,7 +534,7 @@ func (w *Worker) claimSize(st *loop, finishing int) int {
 		return 0
 	}
 	room := w.opts.BatchSize + w.opts.Concurrency - (len(st.held) - finishing)
-	if room < w.opts.BatchSize && ready > 0 {
+	if room < w.opts.BatchSize && (ready > 0 || (finishing == 0 && len(st.pending) > 0)) {
 		return 0
 	}
 	if room > w.opts.BatchSize {

@@ -367,12 +367,18 @@ class Worker {
     return n > 0 && (n >= this.batchSize || n >= this._held.size || this._stopAt !== null || now >= this._firstResult + this.flushInterval);
   }
 
-  /** Jobs to claim now: none while enough wait for a handler; a whole batch once there is room; less only when the handlers would run out. */
+  /**
+   * Jobs to claim now: none while enough wait for a handler; a whole batch
+   * once there is room; less only when the handlers would run out and no
+   * results wait to be sent (those go with the next claim, within
+   * flushInterval: a claim of its own would cost a round trip).
+   * finishing: held jobs whose completion goes in the same call.
+   */
   _claimSize(finishing = 0) {
     const ready = this._ready.length;
     if (ready >= this.concurrency) return 0;
     const room = this.batchSize + this.concurrency - (this._held.size - finishing);
-    if (room < this.batchSize && ready > 0) return 0;
+    if (room < this.batchSize && (ready > 0 || (!finishing && this._results.length > 0))) return 0;
     return Math.max(0, Math.min(this.batchSize, room));
   }
 

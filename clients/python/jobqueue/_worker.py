@@ -351,13 +351,15 @@ class Worker:
     def _claim_size(self, finishing=0):
         """How many jobs to claim now: none while enough wait for a handler;
         a whole batch once there is room for one; less only when the
-        handlers would otherwise run out of work.  finishing: held jobs
-        whose completion goes in the same call."""
+        handlers would otherwise run out of work and no results wait to be
+        sent (those go with the next claim, within flush_interval: a claim
+        of its own would cost a round trip).  finishing: held jobs whose
+        completion goes in the same call."""
         ready = self._ready.qsize()
         if ready >= self.concurrency:
             return 0
         room = self.batch_size + self.concurrency - (len(self._held) - finishing)
-        if room < self.batch_size and ready > 0:
+        if room < self.batch_size and (ready > 0 or (not finishing and self._results)):
             return 0
         return max(0, min(self.batch_size, room))
 
