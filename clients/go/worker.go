@@ -9,7 +9,6 @@ import (
 	"math/rand"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -632,29 +631,20 @@ func (w *Worker) claim(st *loop, now time.Time) error {
 // none came.
 func (w *Worker) claimed(st *loop, jobs []byte, n int) error {
 	st.claimNow = false
-	var rows [][6]json.RawMessage
+	var rows [][6][]byte
 	if jobs != nil {
-		if err := json.Unmarshal(jobs, &rows); err != nil {
-			return fmt.Errorf("jobqueue: the jobs of a claim: %w", err)
+		var err error
+		if rows, err = splitJobs(jobs); err != nil {
+			return err
 		}
 	}
 	now := time.Now()
 	claimed := make([]*held, 0, len(rows))
-	for _, r := range rows {
-		// Numbers and a timestamp (JSON strings without escapes): read
-		// directly rather than through json.Unmarshal each.
-		j := &Job{Queue: w.opts.Queue, Payload: r[1]}
-		var err [5]error
-		j.ID, err[0] = strconv.ParseInt(string(r[0]), 10, 64)
-		j.Attempt, err[1] = strconv.Atoi(string(r[2]))
-		j.Token, err[2] = strconv.ParseInt(string(r[3]), 10, 64)
-		j.LeaseExpiresAt, err[3] = time.Parse(time.RFC3339Nano, strings.Trim(string(r[4]), `"`))
-		var remaining float64
-		remaining, err[4] = strconv.ParseFloat(string(r[5]), 64)
-		if e := firstError(err[:]...); e != nil {
-			return fmt.Errorf("jobqueue: the jobs of a claim: %w", e)
+	for i := range rows {
+		j, lease, err := parseJob(w.opts.Queue, &rows[i])
+		if err != nil {
+			return fmt.Errorf("jobqueue: the jobs of a claim: %w", err)
 		}
-		lease := time.Duration(remaining * float64(time.Second))
 		if lease < time.Millisecond {
 			lease = time.Millisecond
 		}
