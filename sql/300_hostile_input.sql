@@ -390,7 +390,8 @@ SELECT status FROM jobqueue.jobs WHERE id = (SELECT jid FROM ctx);
 --------------------------------------------------------------------------
 -- jq_complete_and_claim (the arguments of jq_complete_many and jq_claim
 -- together), on a queue of its own without jobs: a call that succeeds
--- claims nothing
+-- claims nothing; the ids are of no job (-1, ...) or the job of ctx, so
+-- that the counters of queue hostile do not depend on the tests before
 --------------------------------------------------------------------------
 SELECT jobqueue.jq_create_queue('hostile_cac');
 SELECT b.label, pg_temp.try(pg_catalog.format(
@@ -421,15 +422,15 @@ FROM (VALUES
 		(21, 'owner empty', $$'hostile_cac', '{}', '{}', 1, ''$$),
 		(22, 'owner 1 MB', $$'hostile_cac', '{}', '{}', 1, pg_catalog.repeat('o', 1024 * 1024)$$),
 		(23, 'lease NULL', $$'hostile_cac', '{}', '{}', 1, 'w', NULL$$),
-		(24, 'results NULL', $$'hostile_cac', '{1}', '{1}', 1, 'w', NULL, NULL$$),
-		(25, 'results shorter', $$'hostile_cac', '{1,2}', '{1,1}', 1, 'w', NULL, ARRAY['{}'::jsonb]$$),
+		(24, 'results NULL', $$'hostile_cac', '{-1}', '{1}', 1, 'w', NULL, NULL$$),
+		(25, 'results shorter', $$'hostile_cac', '{-1,-2}', '{1,1}', 1, 'w', NULL, ARRAY['{}'::jsonb]$$),
 		(26, 'results longer, ids empty', $$'hostile_cac', '{}', '{}', 1, 'w', NULL, ARRAY['{}'::jsonb]$$),
-		(27, 'results 2-D', $$'hostile_cac', '{1,2}', '{1,1}', 1, 'w', NULL, ARRAY[['{}'::jsonb], ['{}'::jsonb]]$$),
-		(28, 'results with NULL', $$'hostile_cac', '{1}', '{1}', 1, 'w', NULL, ARRAY[NULL::jsonb]$$),
-		(29, 'result 2 MB', $$'hostile_cac', '{1}', '{1}', 1, 'w', NULL, ARRAY[pg_catalog.jsonb_build_object('x', pg_catalog.repeat('x', 2 * 1024 * 1024))]$$),
-		(30, 'result 10,000 levels', $$'hostile_cac', '{1}', '{1}', 1, 'w', NULL, ARRAY[(pg_catalog.repeat('[', 10000) || pg_catalog.repeat(']', 10000))::jsonb]$$),
-		(31, 'unknown queue', $$'hostile_none', '{1}', '{1}', 1, 'w'$$),
-		(32, 'unknown queue, n 0', $$'hostile_none', '{1}', '{1}', 0, 'w'$$),
+		(27, 'results 2-D', $$'hostile_cac', '{-1,-2}', '{1,1}', 1, 'w', NULL, ARRAY[['{}'::jsonb], ['{}'::jsonb]]$$),
+		(28, 'results with NULL', $$'hostile_cac', '{-1}', '{1}', 1, 'w', NULL, ARRAY[NULL::jsonb]$$),
+		(29, 'result 2 MB', $$'hostile_cac', '{-1}', '{1}', 1, 'w', NULL, ARRAY[pg_catalog.jsonb_build_object('x', pg_catalog.repeat('x', 2 * 1024 * 1024))]$$),
+		(30, 'result 10,000 levels', $$'hostile_cac', '{-1}', '{1}', 1, 'w', NULL, ARRAY[(pg_catalog.repeat('[', 10000) || pg_catalog.repeat(']', 10000))::jsonb]$$),
+		(31, 'unknown queue', $$'hostile_none', '{-1}', '{1}', 1, 'w'$$),
+		(32, 'unknown queue, n 0', $$'hostile_none', '{-1}', '{1}', 0, 'w'$$),
 		(33, 'everything NULL', $$NULL, NULL, NULL, NULL, NULL, NULL, NULL$$))
 	AS v(ord, label, args)
 ORDER BY v.ord;
