@@ -7,8 +7,9 @@
 # (the worker's one claim connection): jq_complete_and_claim of the jobs of
 # the previous turn and up to 100 more, the claimed jobs fetched as one
 # JSON array as the workers do, until every job is done (extended
-# protocol, unnamed statements, like the clients).  The runners take turns, BENCH_CLIENT_ROUNDS rounds of each,
-# so that they are measured side by side under the same load; the report
+# protocol, unnamed statements, like the clients).  The runners take
+# turns, BENCH_CLIENT_ROUNDS rounds of each, so that they are measured
+# side by side under the same load; the report
 # gives the median jobs/s of each and its ratio to the ceiling's median,
 # and the CPU time per job of the server (postmaster and its children) and
 # of the runner's own process, which the load of other work on the machine
@@ -16,7 +17,7 @@
 #
 # Usage: sudo bash bench/clients.sh          (not part of the tests)
 #   BENCH_CLIENT_JOBS (100000), BENCH_CLIENT_CONCURRENCY (8),
-#   BENCH_CLIENT_BATCH (100), BENCH_CLIENT_ROUNDS (3),
+#   BENCH_CLIENT_BATCH (100), BENCH_CLIENT_ROUNDS (5),
 #   BENCH_CLIENTS_LIST ("python node go"), BENCH_CLIENTS_BASE (a git ref:
 #   its clients run too, as python-base ...), BENCH_PORT (first free port
 #   from 57500), BENCH_RESULTS (bench/results: clients.csv, clients.txt).
@@ -25,7 +26,7 @@ source "$(dirname "$0")/../scripts/common.sh"
 JOBS=${BENCH_CLIENT_JOBS:-100000}
 CONC=${BENCH_CLIENT_CONCURRENCY:-8}
 BATCH=${BENCH_CLIENT_BATCH:-100}
-ROUNDS=${BENCH_CLIENT_ROUNDS:-3}
+ROUNDS=${BENCH_CLIENT_ROUNDS:-5}
 LIST=${BENCH_CLIENTS_LIST:-python node go}
 RES=${BENCH_RESULTS:-$JQ_ROOT/bench/results}
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -96,14 +97,12 @@ SQL
 TURNS=$(((JOBS + BATCH - 1) / BATCH + 1))
 # Prints "seconds client_cpu_seconds" of one drain by pgbench.
 run_pgbench() {
-	local out t0 t1 c
-	t0=$(date +%s.%N)
+	local out c
 	out=$(cd "$cdir" && { TIMEFORMAT='%3U %3S'; time as_pguser pgbench -n -M extended -h 127.0.0.1 -p "$port" -c 1 -t "$TURNS" \
 		-D batch="$BATCH" -D queue="$1" -D ids='{}' -D tokens='{}' -f "$cdir/complete_and_claim.sql" postgres; } 2>&1)
-	t1=$(date +%s.%N)
 	c=$(tail -n 1 <<<"$out" | awk '{ print $1 + $2 }')
 	grep -q "^number of transactions actually processed: $TURNS/" <<<"$out" || { echo "$out" >&2; exit 1; }
-	# pgbench's own time without its connection, as for the workers
+	# pgbench's time without its connection (the workers' includes theirs)
 	awk -v tps="$(sed -n 's/^tps = \([0-9.]*\) (without initial connection time)/\1/p' <<<"$out")" \
 		-v n="$TURNS" -v c="$c" 'BEGIN { printf "%.3f %.3f\n", n / tps, c }'
 }

@@ -79,7 +79,7 @@ class Job {
     return this._ctl.signal;
   }
 
-  get aborted() {
+  get _aborted() {
     return this._abortReason !== undefined;
   }
 
@@ -438,10 +438,10 @@ class Worker {
           this.log.info(`job ${st.job.id} attempt ${st.job.attempt} failed (${code}: ${message}): now ${status}`);
         }
       }
-      const lost = results.filter((r) => r.st.job.aborted);
+      const lost = results.filter((r) => r.st.job._aborted);
       if (lost.length) {
         await this._completeMany(lost);
-        results = results.filter((r) => !r.st.job.aborted);
+        results = results.filter((r) => !r.st.job._aborted);
       }
       if (!results.length) return;
       let n = 0;
@@ -518,7 +518,7 @@ class Worker {
 
   async _heartbeats(now) {
     for (const st of [...this._held.values()]) {
-      if (st.nextHb > now || st.job.aborted) continue;
+      if (st.nextHb > now || st.job._aborted) continue;
       const res = await this._conn.query(SQL.heartbeat, [st.job.id, st.job.token]);
       const t = performance.now();
       const remaining = res.rows.length ? res.rows[0].remaining : null;
@@ -537,7 +537,7 @@ class Worker {
 
   _checkDeadlines(now) {
     for (const st of this._held.values()) {
-      if (now >= st.deadline && !st.job.aborted) {
+      if (now >= st.deadline && !st.job._aborted) {
         this.stats.lost++;
         this.log.warn(`job ${st.job.id}: lease expired before a heartbeat got through; aborting`);
         abort(st, 'lease lost');
