@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -199,6 +200,106 @@ func TestWorkerDrains2000Jobs(t *testing.T) {
 	s := w.Stats()
 	if s.Completed != 1998 || s.Failed != 21 || s.Lost != 1 || s.Fenced != 1 || s.Claimed != 2020 || s.Heartbeats < 1 {
 		t.Fatalf("stats %+v", s)
+	}
+}
+
+// A handler's SetResult is the job's result; completions go with the next
+// claim in one jq_complete_and_claim while there is more to claim.
+func TestResultsAndCompleteAndClaim(t *testing.T) {
+	dsn := testDSN(t)
+	db := testDB(t)
+	c := newClient(t, dsn)
+	q := makeQueue(t, c, QueuePolicy{})
+	var payloads []interface{}
+	for i := 0; i < 300; i++ {
+		payloads = append(payloads, map[string]int{"n": i})
+	}
+	if _, err := c.EnqueueMany(context.Background(), q, payloads, nil); err != nil {
+		t.Fatal(err)
+	}
+	w, _ := NewWorker(dsn, WorkerOptions{Queue: q, Concurrency: 4, BatchSize: 20, PollInterval: 200 * time.Millisecond, Logger: quietLogger(),
+		Handler: func(ctx context.Context, j *Job) error {
+			var p struct{ N int }
+			if err := json.Unmarshal(j.Payload, &p); err != nil {
+				return err
+			}
+			if p.N%3 == 0 {
+				return nil
+			}
+			return j.SetResult(map[string]int{"double": 2 * p.N})
+		}})
+	stop := runWorker(t, w)
+	waitFor(t, "300 jobs", time.Minute, countsAre(t, db, q, map[string]int{"succeeded": 300}))
+	stop()
+	if s := w.Stats(); s.Completed != 300 || s.Fenced != 0 {
+		t.Fatalf("stats %+v", s)
+	}
+	if w.combined == 0 || w.combinedJobs < 200 {
+		t.Fatalf("%d jq_complete_and_claim calls completed %d jobs; want most of 300", w.combined, w.combinedJobs)
+	}
+	rows, err := db.Query(context.Background(), "SELECT (payload->>'n')::int, result::text FROM jobqueue.jobs WHERE queue_name = $1", q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var k int
+		var res *string
+		if err := rows.Scan(&k, &res); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		want := fmt.Sprintf(`{"double": %d}`, 2*k)
+		if (k%3 == 0) != (res == nil) || (res != nil && *res != want) {
+			t.Fatalf("job n=%d: result %v", k, res)
+		}
+	}
+	if n != 300 {
+		t.Fatalf("%d rows", n)
+	}
+}
+
+// A result over jobqueue.max_result_size: that job is dead
+// (RESULT_TOO_LARGE), the others of the same batch complete.
+func TestResultTooLargeFailsOnlyItsJob(t *testing.T) {
+	dsn := testDSN(t)
+	db := testDB(t)
+	c := newClient(t, dsn)
+	q := makeQueue(t, c, QueuePolicy{})
+	var payloads []interface{}
+	for i := 0; i < 10; i++ {
+		payloads = append(payloads, map[string]bool{"big": i == 3})
+	}
+	ids, err := c.EnqueueMany(context.Background(), q, payloads, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wdsn := dsn + "?options=-c%20jobqueue.max_result_size%3D1000"
+	if strings.Contains(dsn, "?") {
+		wdsn = dsn + "&options=-c%20jobqueue.max_result_size%3D1000"
+	}
+	w, _ := NewWorker(wdsn, WorkerOptions{Queue: q, Concurrency: 2, BatchSize: 10, PollInterval: 200 * time.Millisecond, Logger: quietLogger(),
+		Handler: func(ctx context.Context, j *Job) error {
+			var p struct{ Big bool }
+			_ = json.Unmarshal(j.Payload, &p)
+			if p.Big {
+				return j.SetResult(map[string]string{"blob": strings.Repeat("x", 5000)})
+			}
+			return j.SetResult(map[string]bool{"ok": true})
+		}})
+	stop := runWorker(t, w)
+	waitFor(t, "the batch", time.Minute, countsAre(t, db, q, map[string]int{"succeeded": 9, "dead": 1}))
+	stop()
+	var got string
+	q1(t, db, &got, "SELECT status || ':' || last_error_code FROM jobqueue.jobs WHERE id = $1", ids[3])
+	if got != "dead:RESULT_TOO_LARGE" {
+		t.Fatalf("the job with the large result: %s", got)
+	}
+	var okCount int
+	q1(t, db, &okCount, `SELECT count(*) FROM jobqueue.jobs WHERE queue_name = $1 AND status = 'succeeded' AND result = '{"ok": true}'`, q)
+	if s := w.Stats(); okCount != 9 || s.Completed != 9 || s.Failed != 1 {
+		t.Fatalf("%d results stored; stats %+v", okCount, s)
 	}
 }
 

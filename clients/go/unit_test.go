@@ -124,3 +124,39 @@ func TestStopWithoutServer(t *testing.T) {
 		t.Fatal("Run did not return after Stop")
 	}
 }
+
+// The jobs of a claim as the server writes them (json_agg of
+// json_build_array): payloads with nested values, strings with quotes,
+// brackets and commas; the empty claim is NULL, not "[]", but "[]" is read
+// too.
+func TestSplitJobs(t *testing.T) {
+	data := []byte(`[[17, {"a": [1, {"b": "x]\"},"}], "c": null}, 1, 3, "2026-11-30T12:44:51.123456+00:00", 299.9987], ` + "\n " +
+		`[18, "just a string, with \\ and \" and ]", 2, 1, "2026-11-30T12:44:51+00:00", 0.5], ` + "\n " +
+		`[19, 42, 1, 1, "2026-11-30T12:44:51.5+01:00", 1e-3]]`)
+	rows, err := splitJobs(data)
+	if err != nil || len(rows) != 3 {
+		t.Fatalf("%d rows, %v", len(rows), err)
+	}
+	want := []string{`{"a": [1, {"b": "x]\"},"}], "c": null}`, `"just a string, with \\ and \" and ]"`, `42`}
+	for i, r := range rows {
+		if string(r[1]) != want[i] {
+			t.Fatalf("row %d payload %s", i, r[1])
+		}
+	}
+	j, lease, err := parseJob("q", &rows[0])
+	if err != nil || j.ID != 17 || j.Attempt != 1 || j.Token != 3 || lease != time.Duration(299.9987*float64(time.Second)) ||
+		!j.LeaseExpiresAt.Equal(time.Date(2026, 11, 30, 12, 44, 51, 123456000, time.UTC)) || j.Queue != "q" {
+		t.Fatalf("%+v %v %v", j, lease, err)
+	}
+	if j, _, err := parseJob("q", &rows[2]); err != nil || string(j.Payload) != "42" || !j.LeaseExpiresAt.Equal(time.Date(2026, 11, 30, 11, 44, 51, 5e8, time.UTC)) {
+		t.Fatalf("%+v %v", j, err)
+	}
+	if rows, err := splitJobs([]byte(`[]`)); err != nil || len(rows) != 0 {
+		t.Fatalf("%v %v", rows, err)
+	}
+	for _, bad := range []string{``, `{}`, `[[1, 2]]`, `[[1, 2, 3, 4, "x", 5`, `[[1, {"a": 1}, 3, 4, "x", 5, 6]]`, `[[1, "open, 3, 4, "x", 5]]`} {
+		if _, err := splitJobs([]byte(bad)); err == nil {
+			t.Fatalf("%q: no error", bad)
+		}
+	}
+}

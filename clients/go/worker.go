@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -21,11 +22,24 @@ import (
 // Channel is the NOTIFY channel of jobqueue; the payload is the queue name.
 const Channel = "jobqueue"
 
+// A claim returns its jobs as one JSON array of [id, payload, attempt,
+// token, lease_expires_at, seconds of lease left] (in the order of the
+// claim), decoded in one pass.  The lease left is measured against
+// clock_timestamp(): the claim of jq_complete_and_claim reads the clock
+// after its completions.
+const sqlJobsJSON = "SELECT pg_catalog.json_agg(pg_catalog.json_build_array(c.id, c.payload, c.attempt, c.token, " +
+	"c.lease_expires_at, pg_catalog.date_part('epoch', " +
+	"c.lease_expires_at - pg_catalog.clock_timestamp())) ORDER BY c.n)::text " +
+	"FROM %s WITH ORDINALITY AS c(id, payload, attempt, token, lease_expires_at, n)"
+
+var (
+	sqlClaim            = fmt.Sprintf(sqlJobsJSON, "jobqueue.jq_claim($1, $2::int, $3)")
+	sqlCompleteAndClaim = fmt.Sprintf(sqlJobsJSON,
+		"jobqueue.jq_complete_and_claim($1, $2::bigint[], $3::bigint[], $4::int, $5, NULL, $6::text[]::jsonb[])")
+)
+
 const (
-	sqlClaim = "SELECT c.id, c.payload::text, c.attempt, c.token, c.lease_expires_at, " +
-		"pg_catalog.date_part('epoch', c.lease_expires_at - pg_catalog.now()) " +
-		"FROM jobqueue.jq_claim($1, $2::int, $3) AS c"
-	sqlCompleteMany = "SELECT id FROM jobqueue.jq_complete_many($1::bigint[], $2::bigint[]) AS id"
+	sqlCompleteMany = "SELECT id FROM jobqueue.jq_complete_many($1::bigint[], $2::bigint[], $3::text[]::jsonb[]) AS id"
 	sqlFail         = "SELECT jobqueue.jq_fail($1::bigint, $2::bigint, $3, $4, retryable => $5::boolean, " +
 		"retry_in => $6::interval)::text"
 	sqlHeartbeat = "SELECT pg_catalog.date_part('epoch', h - pg_catalog.now()) " +
@@ -44,6 +58,27 @@ type Job struct {
 
 	mu     sync.Mutex
 	reason string
+	result *string // JSON text, set by SetResult
+}
+
+// SetResult sets the job's result: v as JSON, stored with the completion
+// when the handler returns nil (jq_complete_and_claim's or
+// jq_complete_many's results).  A json.RawMessage is taken as it is; nil
+// stores no result.  It returns the error of json.Marshal.
+func (j *Job) SetResult(v interface{}) error {
+	var text *string
+	if v != nil {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		s := string(b)
+		text = &s
+	}
+	j.mu.Lock()
+	j.result = text
+	j.mu.Unlock()
+	return nil
 }
 
 // CancelReason says why the handler's context was cancelled: "lease lost"
@@ -98,7 +133,19 @@ type Worker struct {
 	stopOnce sync.Once
 	stopCh   chan struct{}
 	notifyCh chan struct{}
-	results  chan result
+
+	// The handlers: Concurrency goroutines take claimed jobs from readyCh
+	// and put their results in resBuf; they wake the main loop (wakeCh)
+	// for the first result and when wakeAt of them are there, not for
+	// each one.
+	readyCh  chan *held
+	resMu    sync.Mutex
+	resBuf   []result
+	resFirst time.Time // when the first result in resBuf came
+	wakeCh   chan struct{}
+	wakeAt   int64 // atomic: min(BatchSize, jobs held); 1 when stopping
+
+	combined, combinedJobs int64 // calls of jq_complete_and_claim and their completions (tests)
 }
 
 type held struct {
@@ -162,8 +209,8 @@ func NewWorker(dsn string, opts WorkerOptions) (*Worker, error) {
 		l = log.New(os.Stderr, "jobqueue: ", log.LstdFlags)
 	}
 	return &Worker{dsn: dsn, opts: opts, log: l, stopCh: make(chan struct{}),
-		notifyCh: make(chan struct{}, 1),
-		results:  make(chan result, opts.Concurrency+opts.BatchSize)}, nil
+		notifyCh: make(chan struct{}, 1), wakeCh: make(chan struct{}, 1), wakeAt: 1,
+		readyCh: make(chan *held, opts.Concurrency+opts.BatchSize)}, nil
 }
 
 // Owner is the lease owner the worker claims as.
@@ -233,7 +280,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.log.Printf("worker %s: queue %s, concurrency %d, batch %d", w.opts.Owner, w.opts.Queue,
 		w.opts.Concurrency, w.opts.BatchSize)
+	for i := 0; i < w.opts.Concurrency; i++ {
+		go w.handlerLoop()
+	}
 	err := w.mainLoop()
+	// The handler goroutines end; one still running a handler past the
+	// shutdown ends when the handler returns (its result is ignored).
+	close(w.readyCh)
 	stopListen()
 	wg.Wait()
 	w.log.Printf("worker %s stopped: %+v", w.opts.Owner, w.Stats())
@@ -285,13 +338,16 @@ func (w *Worker) notified() {
 type loop struct {
 	conn     *pgx.Conn
 	held     map[int64]*held
-	ready    []*held
-	running  int
+	ready    []*held // taken back from readyCh at the shutdown, to be released
 	pending  []result
 	firstRes time.Time // when the oldest pending result came
 	claimNow bool
 	nextPoll time.Time
 	stopAt   time.Time
+	// The earliest heartbeat or lease deadline of the held jobs, or
+	// earlier (a job that left makes it early, never late): the held jobs
+	// are looked at only when it has passed.
+	nextTimer time.Time
 }
 
 func dbCtx() (context.Context, context.CancelFunc) {
@@ -348,11 +404,13 @@ func (w *Worker) mainLoop() error {
 			continue
 		}
 		b.reset()
-		w.checkDeadlines(st, time.Now())
+		if !time.Now().Before(st.nextTimer) {
+			continue // the next step sends the heartbeats due and sets the timer again
+		}
 		if w.flushDue(st, time.Now()) {
 			continue
 		}
-		if st.claimNow && st.stopAt.IsZero() && w.claimSize(st) > 0 {
+		if st.claimNow && st.stopAt.IsZero() && w.claimSize(st, 0) > 0 {
 			continue
 		}
 		until := st.nextPoll
@@ -362,13 +420,8 @@ func (w *Worker) mainLoop() error {
 		if len(st.pending) > 0 && st.firstRes.Add(w.opts.FlushInterval).Before(until) {
 			until = st.firstRes.Add(w.opts.FlushInterval)
 		}
-		for _, h := range st.held {
-			if h.nextHb.Before(until) {
-				until = h.nextHb
-			}
-			if h.deadline.Before(until) {
-				until = h.deadline
-			}
+		if st.nextTimer.Before(until) {
+			until = st.nextTimer
 		}
 		d := time.Until(until)
 		if d > w.opts.PollInterval {
@@ -390,8 +443,8 @@ func (w *Worker) wait(st *loop, d time.Duration, stopping bool) bool {
 		stopCh = nil
 	}
 	select {
-	case r := <-w.results:
-		st.addResult(r)
+	case <-w.wakeCh:
+		w.takeResults(st)
 	case <-w.notifyCh:
 		st.claimNow = true
 	case <-stopCh:
@@ -408,12 +461,57 @@ func (w *Worker) closeConn(st *loop) {
 	}
 }
 
-func (st *loop) addResult(r result) {
-	st.running--
-	if len(st.pending) == 0 {
-		st.firstRes = time.Now()
+// takeResults moves the handlers' results to st.pending.
+func (w *Worker) takeResults(st *loop) {
+	w.resMu.Lock()
+	if len(w.resBuf) > 0 {
+		if len(st.pending) == 0 {
+			st.firstRes = w.resFirst
+		}
+		st.pending = append(st.pending, w.resBuf...)
+		w.resBuf = w.resBuf[:0]
 	}
-	st.pending = append(st.pending, r)
+	w.resMu.Unlock()
+}
+
+// setWakeAt: the handlers wake the main loop when this many results are
+// there (a batch, or every held job; 1 when stopping).
+func (w *Worker) setWakeAt(st *loop) {
+	n := int64(w.opts.BatchSize)
+	if int64(len(st.held)) < n {
+		n = int64(len(st.held))
+	}
+	if !st.stopAt.IsZero() || n < 1 {
+		n = 1
+	}
+	atomic.StoreInt64(&w.wakeAt, n)
+}
+
+func (w *Worker) handlerLoop() {
+	for h := range w.readyCh {
+		var err error
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					err = fmt.Errorf("panic: %v", p)
+				}
+			}()
+			err = w.opts.Handler(h.ctx, h.job)
+		}()
+		w.resMu.Lock()
+		if len(w.resBuf) == 0 {
+			w.resFirst = time.Now()
+		}
+		w.resBuf = append(w.resBuf, result{h, err})
+		n := int64(len(w.resBuf))
+		w.resMu.Unlock()
+		if n == 1 || n >= atomic.LoadInt64(&w.wakeAt) {
+			select {
+			case w.wakeCh <- struct{}{}:
+			default:
+			}
+		}
+	}
 }
 
 // flushDue: results are sent in batches, when BatchSize of them are
@@ -425,13 +523,17 @@ func (w *Worker) flushDue(st *loop, now time.Time) bool {
 }
 
 // claimSize: none while enough jobs wait for a handler; a whole batch once
-// there is room for one; less only when the handlers would run out.
-func (w *Worker) claimSize(st *loop) int {
-	if len(st.ready) >= w.opts.Concurrency {
+// there is room for one; less only when the handlers would run out and no
+// results wait to be sent (those go with the next claim, within
+// FlushInterval: a claim of its own would cost a round trip).
+// finishing: held jobs whose completion goes in the same call.
+func (w *Worker) claimSize(st *loop, finishing int) int {
+	ready := len(w.readyCh)
+	if ready >= w.opts.Concurrency {
 		return 0
 	}
-	room := w.opts.BatchSize + w.opts.Concurrency - len(st.held)
-	if room < w.opts.BatchSize && len(st.ready) > 0 {
+	room := w.opts.BatchSize + w.opts.Concurrency - (len(st.held) - finishing)
+	if room < w.opts.BatchSize && (ready > 0 || (finishing == 0 && len(st.pending) > 0)) {
 		return 0
 	}
 	if room > w.opts.BatchSize {
@@ -446,15 +548,7 @@ func (w *Worker) claimSize(st *loop) int {
 // step: one round of database work.  done: the shutdown is complete.
 func (w *Worker) step(st *loop, now time.Time) (done bool, err error) {
 	// Collect finished handlers without waiting.
-	for {
-		select {
-		case r := <-w.results:
-			st.addResult(r)
-			continue
-		default:
-		}
-		break
-	}
+	w.takeResults(st)
 	if st.conn == nil || st.conn.IsClosed() {
 		ctx, cancel := dbCtx()
 		st.conn, err = w.connect(ctx, w.dsn)
@@ -465,14 +559,25 @@ func (w *Worker) step(st *loop, now time.Time) (done bool, err error) {
 		}
 	}
 	if w.flushDue(st, now) {
-		if err := w.flush(st); err != nil {
+		if err := w.flush(st, st.stopAt.IsZero()); err != nil {
 			return false, err
 		}
 	}
-	if err := w.heartbeats(st, now); err != nil {
-		return false, err
+	if !now.Before(st.nextTimer) {
+		if err := w.heartbeats(st, now); err != nil {
+			return false, err
+		}
 	}
 	if !st.stopAt.IsZero() {
+		// The jobs no handler took are released.
+		for taken := true; taken; {
+			select {
+			case h := <-w.readyCh:
+				st.ready = append(st.ready, h)
+			default:
+				taken = false
+			}
+		}
 		for len(st.ready) > 0 {
 			if err := w.release(st, st.ready[0]); err != nil {
 				return false, err
@@ -483,7 +588,7 @@ func (w *Worker) step(st *loop, now time.Time) (done bool, err error) {
 			return true, nil
 		}
 		if time.Now().After(st.stopAt) {
-			if err := w.flush(st); err != nil {
+			if err := w.flush(st, false); err != nil {
 				return false, err
 			}
 			for _, h := range st.held {
@@ -500,54 +605,46 @@ func (w *Worker) step(st *loop, now time.Time) (done bool, err error) {
 	if err := w.claim(st, now); err != nil {
 		return false, err
 	}
-	for st.running < w.opts.Concurrency && len(st.ready) > 0 {
-		h := st.ready[0]
-		st.ready = st.ready[1:]
-		st.running++
-		go w.runHandler(h)
-	}
 	return false, nil
-}
-
-func (w *Worker) runHandler(h *held) {
-	var err error
-	func() {
-		defer func() {
-			if p := recover(); p != nil {
-				err = fmt.Errorf("panic: %v", p)
-			}
-		}()
-		err = w.opts.Handler(h.ctx, h.job)
-	}()
-	w.results <- result{h, err}
 }
 
 func (w *Worker) claim(st *loop, now time.Time) error {
 	if !st.claimNow && now.Before(st.nextPoll) {
 		return nil
 	}
-	n := w.claimSize(st)
+	n := w.claimSize(st, 0)
 	if n <= 0 {
 		return nil
 	}
-	st.claimNow = false
 	ctx, cancel := dbCtx()
 	defer cancel()
-	rows, err := st.conn.Query(ctx, sqlClaim, w.opts.Queue, n, w.opts.Owner)
-	if err != nil {
+	var jobs []byte
+	if err := st.conn.QueryRow(ctx, sqlClaim, w.opts.Queue, n, w.opts.Owner).Scan(&jobs); err != nil {
+		// A claim that failed (also in its commit) claimed nothing.
 		return err
 	}
-	var claimed []*held
-	for rows.Next() {
-		j := &Job{Queue: w.opts.Queue}
-		var payload string
-		var remaining float64
-		if err := rows.Scan(&j.ID, &payload, &j.Attempt, &j.Token, &j.LeaseExpiresAt, &remaining); err != nil {
-			rows.Close()
+	return w.claimed(st, jobs, n)
+}
+
+// claimed takes the jobs of a claim of n (jq_claim or
+// jq_complete_and_claim): jobs is the JSON text of sqlJobsJSON, nil when
+// none came.
+func (w *Worker) claimed(st *loop, jobs []byte, n int) error {
+	st.claimNow = false
+	var rows [][6][]byte
+	if jobs != nil {
+		var err error
+		if rows, err = splitJobs(jobs); err != nil {
 			return err
 		}
-		j.Payload = json.RawMessage(payload)
-		lease := time.Duration(remaining * float64(time.Second))
+	}
+	now := time.Now()
+	claimed := make([]*held, 0, len(rows))
+	for i := range rows {
+		j, lease, err := parseJob(w.opts.Queue, &rows[i])
+		if err != nil {
+			return fmt.Errorf("jobqueue: the jobs of a claim: %w", err)
+		}
 		if lease < time.Millisecond {
 			lease = time.Millisecond
 		}
@@ -555,16 +652,16 @@ func (w *Worker) claim(st *loop, now time.Time) error {
 		claimed = append(claimed, &held{job: j, ctx: hctx, cancel: hcancel, deadline: now.Add(lease),
 			nextHb: now.Add(time.Duration(float64(lease) * w.opts.HeartbeatFraction))})
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		// A claim that failed (also in its commit) claimed nothing.
-		return err
-	}
-	t := time.Now()
-	st.nextPoll = t.Add(w.opts.PollInterval)
+	st.nextPoll = time.Now().Add(w.opts.PollInterval)
 	for _, h := range claimed {
 		st.held[h.job.ID] = h
-		st.ready = append(st.ready, h)
+		if h.nextHb.Before(st.nextTimer) || st.nextTimer.IsZero() {
+			st.nextTimer = h.nextHb
+		}
+	}
+	w.setWakeAt(st)
+	for _, h := range claimed {
+		w.readyCh <- h // room: at most BatchSize + Concurrency are held
 	}
 	w.count(func(s *Stats) { s.Claimed += int64(len(claimed)) })
 	if len(claimed) == n {
@@ -573,57 +670,37 @@ func (w *Worker) claim(st *loop, now time.Time) error {
 	return nil
 }
 
-func (w *Worker) flush(st *loop) error {
-	if len(st.pending) == 0 {
-		return nil
-	}
-	var ok, failed []result
-	for _, r := range st.pending {
-		if r.err == nil {
-			ok = append(ok, r)
-		} else {
-			failed = append(failed, r)
-		}
-	}
-	ctx, cancel := dbCtx()
-	defer cancel()
-	if len(ok) > 0 {
-		ids := make([]int64, len(ok))
-		tokens := make([]int64, len(ok))
-		for i, r := range ok {
-			ids[i], tokens[i] = r.h.job.ID, r.h.job.Token
-		}
-		rows, err := st.conn.Query(ctx, sqlCompleteMany, ids, tokens)
+func firstError(errs ...error) error {
+	for _, err := range errs {
 		if err != nil {
 			return err
 		}
-		completed := map[int64]bool{}
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
-			completed[id] = true
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		for _, r := range ok {
-			delete(st.held, r.h.job.ID)
-			r.h.cancel()
-			if completed[r.h.job.ID] {
-				w.count(func(s *Stats) { s.Completed++ })
-			} else {
-				w.count(func(s *Stats) { s.Fenced++ })
-				w.log.Printf("job %d: completion refused (lease lost)", r.h.job.ID)
-			}
-		}
-		st.pending = failed
 	}
+	return nil
+}
+
+// flush sends the results: failures with jq_fail, then the completions.
+// With claim (and room for a claim) the completions and the next claim go
+// in one call, jq_complete_and_claim; else (and for jobs whose lease the
+// worker saw lost) jq_complete_many, which says which were refused.
+func (w *Worker) flush(st *loop, claim bool) error {
+	if len(st.pending) == 0 {
+		return nil
+	}
+	ctx, cancel := dbCtx()
+	defer cancel()
+	var ok, lost []result
 	for len(st.pending) > 0 {
 		r := st.pending[0]
+		if r.err == nil {
+			st.pending = st.pending[1:]
+			if r.h.aborted {
+				lost = append(lost, r)
+			} else {
+				ok = append(ok, r)
+			}
+			continue
+		}
 		f := classify(r.err)
 		var retryIn interface{}
 		if f.retryIn != nil {
@@ -632,11 +709,11 @@ func (w *Worker) flush(st *loop) error {
 		var status *string
 		if err := st.conn.QueryRow(ctx, sqlFail, r.h.job.ID, r.h.job.Token, f.code, f.message,
 			f.retryable, retryIn).Scan(&status); err != nil {
+			st.pending = append(append(ok, lost...), st.pending...)
 			return err
 		}
 		st.pending = st.pending[1:]
-		delete(st.held, r.h.job.ID)
-		r.h.cancel()
+		w.finished(st, r)
 		if status == nil {
 			w.count(func(s *Stats) { s.Fenced++ })
 			w.log.Printf("job %d: failure refused (lease lost): %s", r.h.job.ID, f.code)
@@ -645,10 +722,161 @@ func (w *Worker) flush(st *loop) error {
 			w.log.Printf("job %d attempt %d failed (%s: %s): now %s", r.h.job.ID, r.h.job.Attempt, f.code, f.message, *status)
 		}
 	}
+	if len(lost) > 0 {
+		if err := w.completeMany(ctx, st, lost); err != nil {
+			st.pending = append(lost, ok...)
+			return err
+		}
+	}
+	if len(ok) == 0 {
+		return nil
+	}
+	n := 0
+	if claim && (st.claimNow || !time.Now().Before(st.nextPoll)) {
+		n = w.claimSize(st, len(ok))
+	}
+	var err error
+	if n > 0 {
+		err = w.completeAndClaim(ctx, st, ok, n)
+	} else {
+		err = w.completeMany(ctx, st, ok)
+	}
+	if err != nil {
+		st.pending = ok // not sent: for the next connection
+	}
+	return err
+}
+
+func (w *Worker) finished(st *loop, r result) {
+	delete(st.held, r.h.job.ID)
+	r.h.cancel()
+	w.setWakeAt(st)
+}
+
+// completionArgs: ids, tokens and results (nil when every result is nil).
+func completionArgs(rs []result) ([]int64, []int64, []*string) {
+	ids := make([]int64, len(rs))
+	tokens := make([]int64, len(rs))
+	values := make([]*string, len(rs))
+	any := false
+	for i, r := range rs {
+		ids[i], tokens[i] = r.h.job.ID, r.h.job.Token
+		r.h.job.mu.Lock()
+		values[i] = r.h.job.result
+		r.h.job.mu.Unlock()
+		if values[i] != nil {
+			any = true
+		}
+	}
+	if !any {
+		values = nil
+	}
+	return ids, tokens, values
+}
+
+func isResultTooLarge(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "54000"
+}
+
+// completeMany completes with jq_complete_many, which returns the ids
+// completed: the others were refused (fenced).
+func (w *Worker) completeMany(ctx context.Context, st *loop, rs []result) error {
+	ids, tokens, values := completionArgs(rs)
+	rows, err := st.conn.Query(ctx, sqlCompleteMany, ids, tokens, values)
+	if err != nil {
+		return err
+	}
+	completed := make(map[int64]bool, len(rs))
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return err
+		}
+		completed[id] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		if isResultTooLarge(err) && len(rs) > 1 {
+			return w.completeOneByOne(ctx, st, rs)
+		}
+		return err
+	}
+	for _, r := range rs {
+		w.finished(st, r)
+		if completed[r.h.job.ID] {
+			w.count(func(s *Stats) { s.Completed++ })
+		} else {
+			w.count(func(s *Stats) { s.Fenced++ })
+			w.log.Printf("job %d: completion refused (lease lost)", r.h.job.ID)
+		}
+	}
 	return nil
 }
 
+// completeAndClaim completes these jobs and claims up to n more, in one
+// call.  The call does not say which completions were refused (a job
+// cancelled or reaped without the worker seeing it): all count as
+// completed.
+func (w *Worker) completeAndClaim(ctx context.Context, st *loop, rs []result, n int) error {
+	ids, tokens, values := completionArgs(rs)
+	var jobs []byte
+	if err := st.conn.QueryRow(ctx, sqlCompleteAndClaim, w.opts.Queue, ids, tokens, n, w.opts.Owner, values).Scan(&jobs); err != nil {
+		if isResultTooLarge(err) {
+			return w.completeOneByOne(ctx, st, rs)
+		}
+		return err
+	}
+	// The completions are done: they leave st.held before the jobs
+	// claimed come in.
+	for _, r := range rs {
+		w.finished(st, r)
+	}
+	if err := w.claimed(st, jobs, n); err != nil {
+		return err
+	}
+	w.count(func(s *Stats) { s.Completed += int64(len(rs)) })
+	w.combined++
+	w.combinedJobs += int64(len(rs))
+	return nil
+}
+
+// completeOneByOne: a result was larger than jobqueue.max_result_size
+// (the call failed and changed nothing).  The jobs are completed one at a
+// time, and the ones whose result is refused fail, permanently (the same
+// result would be refused at every attempt).
+func (w *Worker) completeOneByOne(ctx context.Context, st *loop, rs []result) error {
+	for i, r := range rs {
+		err := w.completeMany(ctx, st, rs[i:i+1])
+		if err == nil {
+			continue
+		}
+		if !isResultTooLarge(err) {
+			return err
+		}
+		var status *string
+		if err := st.conn.QueryRow(ctx, sqlFail, r.h.job.ID, r.h.job.Token, "RESULT_TOO_LARGE", err.Error(),
+			false, nil).Scan(&status); err != nil {
+			return err
+		}
+		w.finished(st, r)
+		if status == nil {
+			w.count(func(s *Stats) { s.Fenced++ })
+		} else {
+			w.count(func(s *Stats) { s.Failed++ })
+		}
+		w.log.Printf("job %d: result too large; failed: %v", r.h.job.ID, status)
+	}
+	return nil
+}
+
+// heartbeats sends the heartbeats that are due, cancels the jobs whose
+// lease ran out, and sets st.nextTimer.
 func (w *Worker) heartbeats(st *loop, now time.Time) error {
+	w.checkDeadlines(st, now)
+	next := now.Add(w.opts.PollInterval)
+	defer func() { st.nextTimer = next }()
 	for _, h := range st.held {
 		if h.aborted || h.nextHb.After(now) {
 			continue
@@ -671,6 +899,14 @@ func (w *Worker) heartbeats(st *loop, now time.Time) error {
 		lease := time.Duration(*remaining * float64(time.Second))
 		h.deadline = t.Add(lease)
 		h.nextHb = t.Add(time.Duration(float64(lease) * w.opts.HeartbeatFraction))
+	}
+	for _, h := range st.held {
+		if !h.aborted && h.nextHb.Before(next) {
+			next = h.nextHb
+		}
+		if !h.aborted && h.deadline.Before(next) {
+			next = h.deadline
+		}
 	}
 	return nil
 }

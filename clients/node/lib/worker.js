@@ -10,12 +10,21 @@ const { interval } = require('./client');
 
 const CHANNEL = 'jobqueue';
 
+// A claim returns its jobs as one JSON array of [id, payload, attempt,
+// token, lease_expires_at, seconds of lease left] (in the order of the
+// claim): one JSON.parse, instead of six type parsers and a row object per
+// job.  The lease left is measured against clock_timestamp(): the claim of
+// jq_complete_and_claim reads the clock after its completions.
+const jobsJson = (call) =>
+  'SELECT pg_catalog.json_agg(pg_catalog.json_build_array(c.id, c.payload, c.attempt, c.token, ' +
+  "c.lease_expires_at, pg_catalog.date_part('epoch', " +
+  'c.lease_expires_at - pg_catalog.clock_timestamp())) ORDER BY c.n)::text AS jobs ' +
+  `FROM ${call} WITH ORDINALITY AS c(id, payload, attempt, token, lease_expires_at, n)`;
+
 const SQL = {
-  claim:
-    'SELECT c.id, c.payload, c.attempt, c.token, c.lease_expires_at, ' +
-    "pg_catalog.date_part('epoch', c.lease_expires_at - pg_catalog.now()) AS remaining " +
-    'FROM jobqueue.jq_claim($1, $2, $3) AS c',
-  completeMany: 'SELECT id FROM jobqueue.jq_complete_many($1::bigint[], $2::bigint[]) AS id',
+  claim: jobsJson('jobqueue.jq_claim($1, $2, $3)'),
+  completeAndClaim: jobsJson('jobqueue.jq_complete_and_claim($1, $2::bigint[], $3::bigint[], $4, $5, NULL, $6::jsonb[])'),
+  completeMany: 'SELECT id FROM jobqueue.jq_complete_many($1::bigint[], $2::bigint[], $3::jsonb[]) AS id',
   fail:
     'SELECT jobqueue.jq_fail($1, $2, $3, $4, retryable => $5, retry_in => $6::interval)::text AS status',
   heartbeat:
@@ -34,6 +43,52 @@ const defaultLogger = {
 };
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * A claimed job as the handler sees it.  Its AbortController is made when
+ * the handler first looks at signal (most never do, and most jobs are never
+ * aborted), and leaseExpiresAt's Date when first read.
+ */
+class Job {
+  constructor(queue, id, payload, attempt, token, leaseExpiresAt) {
+    this.id = id;
+    this.payload = payload;
+    this.attempt = attempt;
+    this.token = token;
+    this.queue = queue;
+    this._expires = leaseExpiresAt;
+    this._ctl = null;
+    this._abortReason = undefined;
+  }
+
+  get leaseExpiresAt() {
+    if (typeof this._expires === 'string') this._expires = new Date(this._expires);
+    return this._expires;
+  }
+
+  set leaseExpiresAt(v) {
+    this._expires = v;
+  }
+
+  /** An AbortSignal aborted (reason 'lease lost' or 'shutdown') when the worker can no longer report the job's result. */
+  get signal() {
+    if (!this._ctl) {
+      this._ctl = new AbortController();
+      if (this._abortReason !== undefined) this._ctl.abort(this._abortReason);
+    }
+    return this._ctl.signal;
+  }
+
+  get _aborted() {
+    return this._abortReason !== undefined;
+  }
+
+  _abort(reason) {
+    if (this._abortReason !== undefined) return;
+    this._abortReason = reason;
+    if (this._ctl) this._ctl.abort(reason);
+  }
+}
 
 /**
  * Runs `handler(job)` for the jobs of one queue.  See README.md.
@@ -228,23 +283,28 @@ class Worker {
       const st = this._ready.shift();
       this._running++;
       st.started = true;
-      Promise.resolve()
-        .then(() => this.handler(st.job))
-        .then(
-          () => ({ st, err: null }),
-          (err) => ({ st, err: err === null || err === undefined ? new Error(String(err)) : err }),
-        )
-        .then((r) => {
-          this._running--;
-          if (!this._results.length) this._firstResult = performance.now();
-          this._results.push(r);
-          // Wake the loop for the first result (it then sets its flush
-          // timer) and when a batch is complete, not for each one.
-          const n = this._results.length;
-          if (n === 1 || n >= this.batchSize || n >= this._held.size || this._stopping) this._wake();
-          this._pump(); // the next claimed job, without waiting for the loop
-        });
+      this._run(st);
     }
+  }
+
+  async _run(st) {
+    let r;
+    try {
+      const value = await this.handler(st.job);
+      // The result as JSON text (a value that is not JSON fails the job
+      // like an error of the handler would).
+      r = { st, err: null, result: value === undefined || value === null ? null : JSON.stringify(value) };
+    } catch (err) {
+      r = { st, err: err === null || err === undefined ? new Error(String(err)) : err };
+    }
+    this._running--;
+    if (!this._results.length) this._firstResult = performance.now();
+    this._results.push(r);
+    // Wake the loop for the first result (it then sets its flush timer)
+    // and when a batch is complete, not for each one.
+    const n = this._results.length;
+    if (n === 1 || n >= this.batchSize || n >= this._held.size || this._stopping) this._wake();
+    this._pump(); // the next claimed job, without waiting for the loop
   }
 
   // -- the main loop --------------------------------------------------------
@@ -263,7 +323,7 @@ class Worker {
           this._conn = await this._connect(this.connectionString);
           backoff.reset();
         }
-        if (this._flushDue(now)) await this._flushResults();
+        if (this._flushDue(now)) await this._flushResults(this._stopAt === null);
         await this._heartbeats(now);
         if (this._stopAt !== null) {
           await this._releaseUnstarted();
@@ -307,12 +367,18 @@ class Worker {
     return n > 0 && (n >= this.batchSize || n >= this._held.size || this._stopAt !== null || now >= this._firstResult + this.flushInterval);
   }
 
-  /** Jobs to claim now: none while enough wait for a handler; a whole batch once there is room; less only when the handlers would run out. */
-  _claimSize() {
+  /**
+   * Jobs to claim now: none while enough wait for a handler; a whole batch
+   * once there is room; less only when the handlers would run out and no
+   * results wait to be sent (those go with the next claim, within
+   * flushInterval: a claim of its own would cost a round trip).
+   * finishing: held jobs whose completion goes in the same call.
+   */
+  _claimSize(finishing = 0) {
     const ready = this._ready.length;
     if (ready >= this.concurrency) return 0;
-    const room = this.batchSize + this.concurrency - this._held.size;
-    if (room < this.batchSize && ready > 0) return 0;
+    const room = this.batchSize + this.concurrency - (this._held.size - finishing);
+    if (room < this.batchSize && (ready > 0 || (!finishing && this._results.length > 0))) return 0;
     return Math.max(0, Math.min(this.batchSize, room));
   }
 
@@ -320,62 +386,48 @@ class Worker {
     if (!this._claimNow && now < this._nextPoll) return;
     const n = this._claimSize();
     if (n <= 0) return;
-    this._claimNow = false;
     const res = await this._conn.query(SQL.claim, [this.queue, n, this.owner]);
+    this._claimed(res.rows[0].jobs, n);
+  }
+
+  /** Take the jobs of a claim of n (jq_claim or jq_complete_and_claim): the JSON text of jobsJson, or null when none came. */
+  _claimed(jobs, n) {
+    this._claimNow = false;
     const t = performance.now();
     this._nextPoll = t + this.pollInterval;
-    for (const r of res.rows) {
-      const ctl = new AbortController();
-      const leaseMs = Math.max(1, Number(r.remaining) * 1000);
+    const rows = jobs === null ? [] : JSON.parse(jobs);
+    for (const [id, payload, attempt, token, expires, remaining] of rows) {
+      const leaseMs = Math.max(1, remaining * 1000);
       const st = {
-        job: {
-          id: Number(r.id),
-          payload: r.payload,
-          attempt: r.attempt,
-          token: Number(r.token),
-          leaseExpiresAt: r.lease_expires_at,
-          queue: this.queue,
-          signal: ctl.signal,
-        },
-        ctl,
+        job: new Job(this.queue, id, payload, attempt, token, expires),
         deadline: t + leaseMs,
         nextHb: t + leaseMs * this.heartbeatFraction,
         started: false,
       };
-      this._held.set(st.job.id, st);
+      this._held.set(id, st);
       this._ready.push(st);
     }
-    this.stats.claimed += res.rows.length;
-    if (res.rows.length) this.log.debug(`claimed ${res.rows.length} jobs`);
-    if (res.rows.length === n) this._claimNow = true;
+    this.stats.claimed += rows.length;
+    if (rows.length) this.log.debug(`claimed ${rows.length} jobs`);
+    if (rows.length === n) this._claimNow = true;
   }
 
-  async _flushResults() {
+  /**
+   * Send the results: failures with jq_fail, then the completions.  With
+   * claim (and room for a claim) the completions and the next claim go in
+   * one call, jq_complete_and_claim; else (and for jobs whose lease the
+   * worker saw lost) jq_complete_many, which says which were refused.
+   */
+  async _flushResults(claim = false) {
     if (!this._results.length) return;
-    const results = this._results;
+    let results = this._results;
     this._results = [];
     try {
-      const done = results.filter((r) => r.err === null);
-      if (done.length) {
-        const res = await this._conn.query(SQL.completeMany, [done.map((r) => r.st.job.id), done.map((r) => r.st.job.token)]);
-        const completed = new Set(res.rows.map((r) => Number(r.id)));
-        for (const { st } of done) {
-          this._held.delete(st.job.id);
-          if (completed.has(st.job.id)) this.stats.completed++;
-          else {
-            this.stats.fenced++;
-            this.log.warn(`job ${st.job.id}: completion refused (lease lost)`);
-          }
-        }
-        const failed = results.filter((r) => r.err !== null);
-        results.length = 0;
-        results.push(...failed);
-      }
-      while (results.length) {
-        const { st, err } = results[0];
+      for (const r of results.filter((x) => x.err !== null)) {
+        const { st, err } = r;
         const { code, message, retryable, retryIn } = classify(err);
         const res = await this._conn.query(SQL.fail, [st.job.id, st.job.token, code, message, retryable, interval(retryIn)]);
-        results.shift();
+        results = results.filter((x) => x !== r);
         this._held.delete(st.job.id);
         const status = res.rows[0].status;
         if (status === null) {
@@ -386,14 +438,87 @@ class Worker {
           this.log.info(`job ${st.job.id} attempt ${st.job.attempt} failed (${code}: ${message}): now ${status}`);
         }
       }
+      const lost = results.filter((r) => r.st.job._aborted);
+      if (lost.length) {
+        await this._completeMany(lost);
+        results = results.filter((r) => !r.st.job._aborted);
+      }
+      if (!results.length) return;
+      let n = 0;
+      if (claim && (this._claimNow || performance.now() >= this._nextPoll)) n = this._claimSize(results.length);
+      if (n > 0) await this._completeAndClaim(results, n);
+      else await this._completeMany(results);
+      results = [];
     } finally {
       if (results.length) this._results.unshift(...results); // not sent: for the next connection
     }
   }
 
+  /** Complete with jq_complete_many, which returns the ids completed: the others were refused (fenced). */
+  async _completeMany(results) {
+    let res;
+    try {
+      res = await this._conn.query(SQL.completeMany, completionParams(results));
+    } catch (e) {
+      if (e.code !== '54000' || results.length === 1) throw e;
+      return this._completeOneByOne(results);
+    }
+    const completed = new Set(res.rows.map((r) => Number(r.id)));
+    for (const { st } of results) {
+      this._held.delete(st.job.id);
+      if (completed.has(st.job.id)) this.stats.completed++;
+      else {
+        this.stats.fenced++;
+        this.log.warn(`job ${st.job.id}: completion refused (lease lost)`);
+      }
+    }
+  }
+
+  /**
+   * Complete these jobs and claim up to n more, in one call.  The call does
+   * not say which completions were refused (a job cancelled or reaped
+   * without the worker seeing it): all count as completed.
+   */
+  async _completeAndClaim(results, n) {
+    const [ids, tokens, values] = completionParams(results);
+    let res;
+    try {
+      res = await this._conn.query(SQL.completeAndClaim, [this.queue, ids, tokens, n, this.owner, values]);
+    } catch (e) {
+      if (e.code !== '54000') throw e;
+      return this._completeOneByOne(results);
+    }
+    for (const { st } of results) this._held.delete(st.job.id);
+    this.stats.completed += results.length;
+    this._claimed(res.rows[0].jobs, n);
+  }
+
+  /**
+   * A result was larger than jobqueue.max_result_size (the call failed and
+   * changed nothing): complete the jobs one at a time, and fail the ones
+   * whose result is refused, permanently (it would be refused at every
+   * attempt).
+   */
+  async _completeOneByOne(results) {
+    for (const r of results) {
+      try {
+        await this._completeMany([r]);
+      } catch (e) {
+        if (e.code !== '54000') throw e;
+        const { st } = r;
+        const res = await this._conn.query(SQL.fail, [st.job.id, st.job.token, 'RESULT_TOO_LARGE', e.message, false, null]);
+        this._held.delete(st.job.id);
+        const status = res.rows[0].status;
+        if (status === null) this.stats.fenced++;
+        else this.stats.failed++;
+        this.log.warn(`job ${st.job.id}: result too large; failed: ${status}`);
+      }
+    }
+  }
+
   async _heartbeats(now) {
     for (const st of [...this._held.values()]) {
-      if (st.nextHb > now || st.ctl.signal.aborted) continue;
+      if (st.nextHb > now || st.job._aborted) continue;
       const res = await this._conn.query(SQL.heartbeat, [st.job.id, st.job.token]);
       const t = performance.now();
       const remaining = res.rows.length ? res.rows[0].remaining : null;
@@ -412,7 +537,7 @@ class Worker {
 
   _checkDeadlines(now) {
     for (const st of this._held.values()) {
-      if (now >= st.deadline && !st.ctl.signal.aborted) {
+      if (now >= st.deadline && !st.job._aborted) {
         this.stats.lost++;
         this.log.warn(`job ${st.job.id}: lease expired before a heartbeat got through; aborting`);
         abort(st, 'lease lost');
@@ -444,8 +569,27 @@ class Worker {
   }
 }
 
+/**
+ * ids and tokens as array literals ('{1,2}'), and the results (null when
+ * every one is null), of jq_complete_many / jq_complete_and_claim.
+ */
+function completionParams(results) {
+  const ids = new Array(results.length);
+  const tokens = new Array(results.length);
+  const values = new Array(results.length);
+  let any = false;
+  for (let i = 0; i < results.length; i++) {
+    const r = results[i];
+    ids[i] = r.st.job.id;
+    tokens[i] = r.st.job.token;
+    values[i] = r.result === undefined ? null : r.result;
+    if (values[i] !== null) any = true;
+  }
+  return [`{${ids.join(',')}}`, `{${tokens.join(',')}}`, any ? values : null];
+}
+
 function abort(st, reason) {
-  if (!st.ctl.signal.aborted) st.ctl.abort(reason);
+  st.job._abort(reason);
   st.nextHb = Infinity;
   st.deadline = Infinity;
 }

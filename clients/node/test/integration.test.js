@@ -124,6 +124,60 @@ test('a worker drains 2,000 jobs: retries, a permanent failure, heartbeats, a lo
   assert.ok(s.heartbeats >= 1);
 });
 
+test('results are stored; completions ride on the next claim', { skip: noServer }, async () => {
+  const q = await makeQueue();
+  const client = new Client({ connectionString: DSN });
+  await client.enqueueMany(q, Array.from({ length: 300 }, (_, n) => ({ n })));
+  await client.end();
+  const calls = [];
+  class Counting extends Worker {
+    async _completeAndClaim(results, n) {
+      calls.push([results.length, n]);
+      return super._completeAndClaim(results, n);
+    }
+  }
+  const handler = async (job) => (job.payload.n % 3 === 0 ? undefined : { double: 2 * job.payload.n });
+  const w = new Counting({ connectionString: DSN, queue: q, handler, concurrency: 4, batchSize: 20, pollInterval: 200, handleSignals: false, logger: quiet });
+  await w.start();
+  try {
+    await waitFor(async () => sameCounts(await statusCounts(q), { succeeded: 300 }), '300 jobs');
+  } finally {
+    await w.stop();
+  }
+  assert.deepEqual([w.stats.completed, w.stats.fenced], [300, 0]);
+  assert.ok(calls.length > 0 && calls.every(([, n]) => n > 0));
+  assert.ok(calls.reduce((a, [k]) => a + k, 0) >= 200, 'most completions rode on a claim');
+  const res = await db().query("SELECT (payload->>'n')::int AS n, result FROM jobqueue.jobs WHERE queue_name = $1", [q]);
+  assert.equal(res.rows.length, 300);
+  for (const r of res.rows) assert.deepEqual(r.result, r.n % 3 === 0 ? null : { double: 2 * r.n });
+});
+
+test('a result too large fails only its job', { skip: noServer }, async () => {
+  const q = await makeQueue();
+  const client = new Client({ connectionString: DSN });
+  const ids = await client.enqueueMany(q, Array.from({ length: 10 }, (_, i) => ({ big: i === 3 })));
+  await client.end();
+  const handler = async (job) => (job.payload.big ? { blob: 'x'.repeat(5000) } : { ok: true });
+  const w = new Worker({
+    connectionString: DSN, queue: q, handler, concurrency: 2, batchSize: 10, pollInterval: 200, handleSignals: false, logger: quiet,
+    pgOptions: { options: '-c jobqueue.max_result_size=1000' },
+  });
+  await w.start();
+  try {
+    await waitFor(async () => sameCounts(await statusCounts(q), { succeeded: 9, dead: 1 }), 'the batch');
+  } finally {
+    await w.stop();
+  }
+  const rows = new Map((await db().query(
+    'SELECT id, status::text AS status, last_error_code, result FROM jobqueue.jobs WHERE queue_name = $1', [q],
+  )).rows.map((r) => [Number(r.id), r]));
+  assert.deepEqual([rows.get(ids[3]).status, rows.get(ids[3]).last_error_code], ['dead', 'RESULT_TOO_LARGE']);
+  for (const id of ids) {
+    if (id !== ids[3]) assert.deepEqual([rows.get(id).status, rows.get(id).result], ['succeeded', { ok: true }]);
+  }
+  assert.deepEqual([w.stats.completed, w.stats.failed], [9, 1]);
+});
+
 test('RetryLater sets the retry delay', { skip: noServer }, async () => {
   const q = await makeQueue();
   const client = new Client({ connectionString: DSN });

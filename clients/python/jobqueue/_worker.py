@@ -6,6 +6,8 @@ run the jobs; a listener thread waits for NOTIFY on its own connection.
 """
 
 import collections
+import datetime
+import json
 import logging
 import os
 import queue as queue_mod
@@ -25,18 +27,31 @@ log = logging.getLogger("jobqueue")
 
 CHANNEL = "jobqueue"
 
-_CLAIM = (
-    "SELECT c.id, c.payload, c.attempt, c.token, c.lease_expires_at, "
-    "pg_catalog.date_part('epoch', c.lease_expires_at - pg_catalog.now()) "
-    "FROM jobqueue.jq_claim(%s, %s, %s) AS c"
+# A claim returns its jobs as one JSON array of [id, payload, attempt, token,
+# lease_expires_at, seconds of lease left] (in the order of the claim):
+# one value to decode, instead of six per job, each through psycopg's
+# loaders.  The lease left is measured against clock_timestamp(): the claim
+# of jq_complete_and_claim reads the clock after its completions.
+_JOBS_JSON = (
+    "SELECT pg_catalog.json_agg(pg_catalog.json_build_array(c.id, c.payload, c.attempt, c.token, "
+    "c.lease_expires_at, pg_catalog.date_part('epoch', "
+    "c.lease_expires_at - pg_catalog.clock_timestamp())) ORDER BY c.n)::text "
+    "FROM {call} WITH ORDINALITY AS c(id, payload, attempt, token, lease_expires_at, n)"
 )
-_COMPLETE_MANY = "SELECT id FROM jobqueue.jq_complete_many(%s::bigint[], %s::bigint[]) AS id"
+_CLAIM = _JOBS_JSON.format(call="jobqueue.jq_claim(%s, %s, %s)")
+_COMPLETE_AND_CLAIM = _JOBS_JSON.format(
+    call="jobqueue.jq_complete_and_claim(%s, %s::bigint[], %s::bigint[], %s, %s, NULL, %s::jsonb[])")
+_COMPLETE_MANY = ("SELECT id FROM jobqueue.jq_complete_many(%s::bigint[], %s::bigint[], "
+                  "%s::jsonb[]) AS id")
 _FAIL = ("SELECT jobqueue.jq_fail(%s, %s, %s, %s, retryable => %s, retry_in => %s)::text")
 _HEARTBEAT = (
     "SELECT pg_catalog.date_part('epoch', h - pg_catalog.now()) "
     "FROM jobqueue.jq_heartbeat(%s, %s) AS h"
 )
 _RELEASE = "SELECT jobqueue.jq_release(%s, %s)"
+
+
+_event_lock = threading.Lock()
 
 
 class Job:
@@ -51,9 +66,9 @@ class Job:
     A long handler should check it (or wait on it) and stop.
     """
 
-    __slots__ = ("id", "payload", "attempt", "token", "lease_expires_at", "queue",
-                 "cancelled", "cancel_reason", "_lease_len", "_deadline", "_next_hb",
-                 "_started")
+    __slots__ = ("id", "payload", "attempt", "token", "_expires", "queue",
+                 "_cancelled", "cancel_reason", "_lease_len", "_deadline", "_next_hb",
+                 "_started", "_result")
 
     def __init__(self, queue, id, payload, attempt, token, lease_expires_at):
         self.queue = queue
@@ -61,13 +76,36 @@ class Job:
         self.payload = payload
         self.attempt = attempt
         self.token = token
-        self.lease_expires_at = lease_expires_at
-        self.cancelled = threading.Event()
+        self._expires = lease_expires_at    # a datetime, or the ISO text of one
+        # The Event is made when it is first needed: most jobs never are
+        # cancelled, and most handlers never look.
+        self._cancelled = None
         self.cancel_reason = None
         self._started = False
+        self._result = None
+
+    @property
+    def lease_expires_at(self):
+        if isinstance(self._expires, str):
+            self._expires = datetime.datetime.fromisoformat(self._expires)
+        return self._expires
+
+    @lease_expires_at.setter
+    def lease_expires_at(self, value):
+        self._expires = value
+
+    @property
+    def cancelled(self):
+        e = self._cancelled
+        if e is None:
+            with _event_lock:
+                if self._cancelled is None:
+                    self._cancelled = threading.Event()
+                e = self._cancelled
+        return e
 
     def _cancel(self, reason):
-        if not self.cancelled.is_set():
+        if self.cancel_reason is None:
             self.cancel_reason = reason
             self.cancelled.set()
 
@@ -132,7 +170,7 @@ class Worker:
         self._lock = threading.Lock()
         self._results = []            # (job, exc or None), from the handler threads
         self._first_result = 0.0      # when the oldest of them came
-        self._ready = queue_mod.Queue()   # claimed, not started
+        self._ready = queue_mod.SimpleQueue()   # claimed, not started
         self._held = {}               # id -> Job: claimed and not yet reported
         self._conn = None
         self._claim_now = True        # a notification came, or the last claim was full
@@ -188,7 +226,10 @@ class Worker:
                 return
             exc = None
             try:
-                self.handler(job)
+                value = self.handler(job)
+                # The result, as JSON text (a value that is not JSON fails
+                # the job like an exception of the handler would).
+                job._result = None if value is None else json.dumps(value)
             except BaseException as e:  # noqa: B902 -- every failure is reported
                 exc = e
             with self._lock:
@@ -253,7 +294,7 @@ class Worker:
                     self._conn = connect(self.dsn)
                     backoff.reset()
                 if self._flush_due(now):
-                    self._flush_results()
+                    self._flush_results(claim=self._stop_at is None)
                 self._heartbeats(now)
                 if self._stop_at is not None:
                     self._release_unstarted()
@@ -307,15 +348,18 @@ class Worker:
         timeout = max(0.0, until - time.monotonic())
         self._wake.wait(min(timeout, self.poll_interval))
 
-    def _claim_size(self):
+    def _claim_size(self, finishing=0):
         """How many jobs to claim now: none while enough wait for a handler;
         a whole batch once there is room for one; less only when the
-        handlers would otherwise run out of work."""
+        handlers would otherwise run out of work and no results wait to be
+        sent (those go with the next claim, within flush_interval: a claim
+        of its own would cost a round trip).  finishing: held jobs whose
+        completion goes in the same call."""
         ready = self._ready.qsize()
         if ready >= self.concurrency:
             return 0
-        room = self.batch_size + self.concurrency - len(self._held)
-        if room < self.batch_size and ready > 0:
+        room = self.batch_size + self.concurrency - (len(self._held) - finishing)
+        if room < self.batch_size and (ready > 0 or (not finishing and self._results)):
             return 0
         return max(0, min(self.batch_size, room))
 
@@ -325,47 +369,45 @@ class Worker:
         n = self._claim_size()
         if n <= 0:
             return
+        jobs = self._conn.execute(_CLAIM, (self.queue, n, self.owner)).fetchone()[0]
+        self._claimed(jobs, n)
+
+    def _claimed(self, jobs, n):
+        """Take the jobs of a claim of n (jq_claim or jq_complete_and_claim):
+        jobs is the JSON text of _JOBS_JSON, or None when none came."""
         self._claim_now = False
-        rows = self._conn.execute(_CLAIM, (self.queue, n, self.owner)).fetchall()
         t = time.monotonic()
         self._next_poll = t + self.poll_interval
+        rows = json.loads(jobs) if jobs is not None else ()
+        queue, held, ready, frac = self.queue, self._held, self._ready, self.heartbeat_fraction
         for id_, payload, attempt, token, expires, remaining in rows:
-            job = Job(self.queue, id_, payload, attempt, token, expires)
-            job._lease_len = max(0.001, float(remaining))
-            job._deadline = t + job._lease_len
-            job._next_hb = t + job._lease_len * self.heartbeat_fraction
-            self._held[id_] = job
-            self._ready.put(job)
+            job = Job(queue, id_, payload, attempt, token, expires)
+            job._lease_len = lease = max(0.001, float(remaining))
+            job._deadline = t + lease
+            job._next_hb = t + lease * frac
+            held[id_] = job
+            ready.put(job)
         self.stats["claimed"] += len(rows)
         if rows:
             self.log.debug("claimed %d jobs", len(rows))
         if len(rows) == n:
             self._claim_now = True   # there may be more
 
-    def _flush_results(self):
+    def _flush_results(self, claim=False):
+        """Send the results: failures with jq_fail, then the completions.
+        With claim=True (and room for a claim), the completions and the
+        next claim go in one call, jq_complete_and_claim; else (and for
+        jobs whose lease the worker saw lost) jq_complete_many, which says
+        which completions were refused."""
         with self._lock:
             results, self._results = self._results, []
         try:
-            done = [(job, exc) for job, exc in results if exc is None]
-            if done:
-                ids = [j.id for j, _ in done]
-                tokens = [j.token for j, _ in done]
-                completed = {r[0] for r in self._conn.execute(
-                    _COMPLETE_MANY, (ids, tokens)).fetchall()}
-                for job, _ in done:
-                    self._held.pop(job.id, None)
-                    if job.id in completed:
-                        self.stats["completed"] += 1
-                    else:
-                        self.stats["fenced"] += 1
-                        self.log.warning("job %d: completion refused (lease lost)", job.id)
-                results = [r for r in results if r[1] is not None]
-            while results:
-                job, exc = results[0]
+            failed = [r for r in results if r[1] is not None]
+            for job, exc in failed:
                 code, message, retryable, retry_in = classify(exc)
                 status = self._conn.execute(
                     _FAIL, (job.id, job.token, code, message, retryable, retry_in)).fetchone()[0]
-                results.pop(0)
+                results.remove((job, exc))
                 self._held.pop(job.id, None)
                 if status is None:
                     self.stats["fenced"] += 1
@@ -374,14 +416,91 @@ class Worker:
                     self.stats["failed"] += 1
                     self.log.info("job %d attempt %d failed (%s: %s): now %s", job.id,
                                   job.attempt, code, message, status)
+            lost = [r for r in results if r[0].cancel_reason is not None]
+            if lost:
+                self._complete_many(lost)
+                results = [r for r in results if r[0].cancel_reason is None]
+            if not results:
+                return
+            n = 0
+            if claim and (self._claim_now or time.monotonic() >= self._next_poll):
+                n = self._claim_size(len(results))
+            if n > 0:
+                self._complete_and_claim(results, n)
+            else:
+                self._complete_many(results)
+            results = []
         finally:
             if results:     # not sent: keep them for the next connection
                 with self._lock:
                     self._results[:0] = results
 
+    @staticmethod
+    def _completion_args(results):
+        """ids and tokens as array literals ("{1,2}": one string each to
+        send, where psycopg would dump each element), and the results
+        (None when every one is None)."""
+        ids = "{" + ",".join([str(job.id) for job, _ in results]) + "}"
+        tokens = "{" + ",".join([str(job.token) for job, _ in results]) + "}"
+        values = [job._result for job, _ in results]
+        return ids, tokens, (values if any(v is not None for v in values) else None)
+
+    def _complete_many(self, results):
+        """Complete with jq_complete_many, which returns the ids completed:
+        the others were refused (fenced)."""
+        ids, tokens, values = self._completion_args(results)
+        try:
+            completed = {r[0] for r in self._conn.execute(
+                _COMPLETE_MANY, (ids, tokens, values)).fetchall()}
+        except psycopg.errors.ProgramLimitExceeded:
+            if len(results) == 1:
+                raise
+            self._complete_one_by_one(results)
+            return
+        for job, _ in results:
+            self._held.pop(job.id, None)
+            if job.id in completed:
+                self.stats["completed"] += 1
+            else:
+                self.stats["fenced"] += 1
+                self.log.warning("job %d: completion refused (lease lost)", job.id)
+
+    def _complete_and_claim(self, results, n):
+        """Complete these jobs and claim up to n more, in one call.  The
+        call does not say which completions were refused (a job cancelled
+        or reaped without the worker seeing it): all count as completed."""
+        ids, tokens, values = self._completion_args(results)
+        try:
+            jobs = self._conn.execute(
+                _COMPLETE_AND_CLAIM, (self.queue, ids, tokens, n, self.owner, values)).fetchone()[0]
+        except psycopg.errors.ProgramLimitExceeded:
+            self._complete_one_by_one(results)
+            return
+        for job, _ in results:
+            self._held.pop(job.id, None)
+        self.stats["completed"] += len(results)
+        self._claimed(jobs, n)
+
+    def _complete_one_by_one(self, results):
+        """A result was larger than jobqueue.max_result_size (the call
+        failed and changed nothing): complete the jobs one at a time, and
+        fail the ones whose result is refused, permanently (the same
+        result would be refused at every attempt)."""
+        for r in results:
+            job = r[0]
+            try:
+                self._complete_many([r])
+            except psycopg.errors.ProgramLimitExceeded as e:
+                status = self._conn.execute(
+                    _FAIL, (job.id, job.token, "RESULT_TOO_LARGE", str(e).strip(), False,
+                            None)).fetchone()[0]
+                self._held.pop(job.id, None)
+                self.stats["failed" if status is not None else "fenced"] += 1
+                self.log.warning("job %d: result too large; failed: %s", job.id, status)
+
     def _heartbeats(self, now):
         for job in list(self._held.values()):
-            if job._next_hb > now or job.cancelled.is_set():
+            if job._next_hb > now or job.cancel_reason is not None:
                 continue
             row = self._conn.execute(_HEARTBEAT, (job.id, job.token)).fetchone()
             t = time.monotonic()
@@ -399,7 +518,7 @@ class Worker:
 
     def _check_deadlines(self, now):
         for job in self._held.values():
-            if now >= job._deadline and not job.cancelled.is_set():
+            if now >= job._deadline and job.cancel_reason is None:
                 self.stats["lost"] += 1
                 self.log.warning("job %d: lease expired before a heartbeat got through; "
                                  "cancelling", job.id)

@@ -141,6 +141,66 @@ def test_worker_drains_2000_jobs(dsn, db, make_queue):
     assert stats["claimed"] == 2000 + 20
 
 
+def test_results_stored_and_completions_ride_on_the_claim(dsn, db, make_queue):
+    """A handler's return value is the job's result; completions go with the
+    next claim in one jq_complete_and_claim while there is more to claim."""
+    q = make_queue()
+    ids = jobqueue.Client(dsn).enqueue_many(q, [{"n": i} for i in range(300)])
+    calls = []
+
+    class Counting(jobqueue.Worker):
+        def _complete_and_claim(self, results, n):
+            calls.append((len(results), n))
+            return super()._complete_and_claim(results, n)
+
+    def handler(job):
+        n = job.payload["n"]
+        return None if n % 3 == 0 else {"double": 2 * n}
+
+    w = Counting(dsn, q, handler, concurrency=4, batch_size=20, poll_interval=0.2)
+    t = threading.Thread(target=w.run)
+    t.start()
+    try:
+        wait_for(lambda: status_counts(db, q) == {"succeeded": 300}, what="300 jobs")
+    finally:
+        w.stop()
+        t.join(10)
+    assert w.stats["completed"] == 300 and w.stats["fenced"] == 0
+    assert calls and all(n > 0 for _, n in calls)
+    assert sum(k for k, _ in calls) >= 200      # most completions rode on a claim
+    got = dict(db.execute("SELECT (payload->>'n')::int, result FROM jobqueue.jobs "
+                          "WHERE queue_name = %s", (q,)).fetchall())
+    assert got == {n: (None if n % 3 == 0 else {"double": 2 * n}) for n in range(300)}
+    assert len(ids) == 300
+
+
+def test_result_too_large_fails_only_its_job(dsn, db, make_queue):
+    """A result over jobqueue.max_result_size: that job is dead
+    (RESULT_TOO_LARGE), the others of the same batch complete."""
+    q = make_queue()
+    client = jobqueue.Client(dsn)
+    ids = client.enqueue_many(q, [{"big": i == 3} for i in range(10)])
+    wdsn = psycopg.conninfo.make_conninfo(dsn, options="-c jobqueue.max_result_size=1000")
+
+    def handler(job):
+        return {"blob": "x" * 5000} if job.payload["big"] else {"ok": True}
+
+    w = jobqueue.Worker(wdsn, q, handler, concurrency=2, batch_size=10, poll_interval=0.2)
+    t = threading.Thread(target=w.run)
+    t.start()
+    try:
+        wait_for(lambda: status_counts(db, q) == {"succeeded": 9, "dead": 1}, what="the batch")
+    finally:
+        w.stop()
+        t.join(10)
+    rows = {r[0]: r[1:] for r in db.execute(
+        "SELECT id, status::text, last_error_code, result FROM jobqueue.jobs "
+        "WHERE queue_name = %s", (q,))}
+    assert rows[ids[3]][:2] == ("dead", "RESULT_TOO_LARGE")
+    assert all(rows[i] == ("succeeded", None, {"ok": True}) for i in ids if i != ids[3])
+    assert w.stats["completed"] == 9 and w.stats["failed"] == 1
+
+
 def test_retry_later_sets_the_delay(dsn, db, make_queue):
     q = make_queue()
     job_id = jobqueue.Client(dsn).enqueue(q, {})
