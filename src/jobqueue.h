@@ -227,6 +227,8 @@ typedef struct JqQueueSettings
 	bool		paused;
 	bool		group_policy;	/* group_concurrency, group_ordered or round_robin */
 	bool		ordered;		/* group_ordered */
+	bool		notify;
+	int32		max_attempts;
 	bool		aged;			/* priority_aging */
 	Interval	lease_duration;
 	Interval	max_runtime;

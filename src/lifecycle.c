@@ -321,6 +321,41 @@ jq_job_with_key(Datum queue, Datum key)
 }
 
 /*
+ * The INSERT of a job without an idempotency key (JQ_PLAN_ENQUEUE_UNKEYED):
+ * the queue's settings from the backend's cache fill in what the statement
+ * would otherwise read from the queue's row.  values and nulls are
+ * JQ_PLAN_ENQUEUE_GROUPED's.  No row back (SPI_processed 0) means that the
+ * queue was dropped meanwhile.
+ */
+static void
+jq_enqueue_unkeyed(const char *queue_name, Datum *values, const char *nulls)
+{
+	const JqQueueSettings *settings = jq_queue_settings(queue_name);
+	Datum		uvalues[9];
+	char		unulls[9];
+
+	if (!settings->exists)
+		jq_raise_unknown_queue(queue_name);
+	/* (the statement checks again that the queue exists) */
+	memcpy(uvalues, values, 8 * sizeof(Datum));
+	memcpy(unulls, nulls, 8);
+	if (unulls[4] == JQ_ISNULL)
+	{
+		uvalues[4] = Int32GetDatum(settings->max_attempts);
+		unulls[4] = JQ_NOTNULL;
+	}
+	/* in a queue with a group policy, no group is the group '' */
+	if (unulls[7] == JQ_ISNULL && settings->group_policy)
+	{
+		uvalues[7] = CStringGetTextDatum("");
+		unulls[7] = JQ_NOTNULL;
+	}
+	uvalues[8] = BoolGetDatum(settings->notify);
+	unulls[8] = JQ_NOTNULL;
+	jq_execute(JQ_PLAN_ENQUEUE_UNKEYED, uvalues, unulls, SPI_OK_INSERT_RETURNING);
+}
+
+/*
  * jq_enqueue(queue_name, payload, priority, run_at, max_attempts,
  *			  idempotency_key, depends_on, group_key) returns bigint
  *
@@ -383,9 +418,10 @@ jq_enqueue(PG_FUNCTION_ARGS)
 
 	jq_spi_connect();
 	/* before 1.2 (ALTER EXTENSION UPDATE not run) the schema has no groups */
-	if (jq_ordering_installed())
-		jq_execute(nulls[5] == JQ_ISNULL ? JQ_PLAN_ENQUEUE_UNKEYED : JQ_PLAN_ENQUEUE_GROUPED,
-				   values, nulls, SPI_OK_INSERT_RETURNING);
+	if (jq_ordering_installed() && nulls[5] == JQ_ISNULL)
+		jq_enqueue_unkeyed(queue_name, values, nulls);
+	else if (jq_ordering_installed())
+		jq_execute(JQ_PLAN_ENQUEUE_GROUPED, values, nulls, SPI_OK_INSERT_RETURNING);
 	else if (group_key == NULL)
 		jq_execute(JQ_PLAN_ENQUEUE, values, nulls, SPI_OK_INSERT_RETURNING);
 	else

@@ -954,13 +954,23 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	},
 	/*
 	 * JQ_PLAN_ENQUEUE_UNKEYED: JQ_PLAN_ENQUEUE_GROUPED for a job without an
-	 * idempotency key ($6 NULL), which cannot conflict: a plain INSERT,
-	 * without the speculative insertion of ON CONFLICT (one WAL record
-	 * less per job).  No row back means no such queue.
+	 * idempotency key ($6 NULL, unused), which cannot conflict: a plain
+	 * INSERT, without the speculative insertion of ON CONFLICT (one WAL
+	 * record less per job), and without reading the queue's row: its
+	 * max_attempts ($5 resolved), group policy ($8 resolved) and notify ($9)
+	 * come from the backend's cache of queue settings (queuecache.c).  The
+	 * queue's existence is still checked in the statement's snapshot: a
+	 * queue dropped while the INSERT waited for the drop's lock must not
+	 * get a job.  No row back means no such queue.
 	 */
 	[JQ_PLAN_ENQUEUE_UNKEYED] = {
-		JQ_ENQUEUE_GROUPED_SQL(""),
-		8, {TEXTOID, JSONBOID, INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TEXTOID},
+		"INSERT INTO jobqueue.jobs AS j "
+		"  (queue_name, payload, priority, available_at, max_attempts, group_key) "
+		"SELECT $1, $2, $3, COALESCE($4, $7), $5, $8 "
+		"WHERE EXISTS (SELECT FROM jobqueue.queues q WHERE q.queue_name = $1) "
+		"RETURNING " JQ_OUTCOME_SQL("$7", "$9", "false") ", j.id",
+		9, {TEXTOID, JSONBOID, INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TEXTOID,
+		BOOLOID},
 		.name = "enqueue unkeyed"
 	},	/*
 	 * JQ_PLAN_ENQUEUE_MANY_GROUPED: $1 queue, $2 payloads, $3 priority, $4 run_at,
@@ -1007,13 +1017,15 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		.name = "claim plain"
 	},
 	/*
-	 * JQ_PLAN_QUEUE_SETTINGS: $1 queue.  What a claim needs of the queue's
-	 * row (queuecache.c): paused, lease_duration, max_runtime, a group
-	 * policy, priority aging, strict order per group.
+	 * JQ_PLAN_QUEUE_SETTINGS: $1 queue.  What a claim and an enqueue need
+	 * of the queue's row (queuecache.c): paused, lease_duration,
+	 * max_runtime, a group policy, priority aging, strict order per group,
+	 * max_attempts, notify.
 	 */
 	[JQ_PLAN_QUEUE_SETTINGS] = {
 		"SELECT q.paused, q.lease_duration, q.max_runtime, "
-		JQ_GROUP_POLICY_SQL ", q.priority_aging IS NOT NULL, q.group_ordered "
+		JQ_GROUP_POLICY_SQL ", q.priority_aging IS NOT NULL, q.group_ordered, "
+		"q.max_attempts, q.notify "
 		"FROM jobqueue.queues q WHERE q.queue_name = $1",
 		1, {TEXTOID},
 		.name = "queue settings", .read_only = true

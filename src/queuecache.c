@@ -4,10 +4,11 @@
  *	  The per-backend cache of the queue settings that the completion of a
  *	  job needs, and its invalidation.
  *
- * Two caches.  The settings a claim needs of its queue's row
- * (jq_queue_settings): whether it exists, is paused, has an ordering
- * policy, and its lease_duration and max_runtime; with them the plain claim
- * reads the jobs table only.  And the queues with notify_finished:
+ * Two caches.  The settings a claim or an enqueue needs of its queue's
+ * row (jq_queue_settings): whether it exists, is paused, has an ordering
+ * policy, its lease_duration, max_runtime, max_attempts and notify; with
+ * them the plain claim and the enqueue of a job without a key touch the
+ * jobs table only.  And the queues with notify_finished:
  * jq_complete and jq_complete_many announce the end of a job when its
  * queue has notify_finished, and delete the job instead of keeping it as
  * 'succeeded' when its queue's retention is zero.  Looking those settings
@@ -262,6 +263,8 @@ jq_queue_settings(const char *queue_name)
 		settings.group_policy = jq_result_bool(0, 4);
 		settings.aged = jq_result_bool(0, 5);
 		settings.ordered = jq_result_bool(0, 6);
+		settings.max_attempts = DatumGetInt32(jq_result(0, 7));
+		settings.notify = jq_result_bool(0, 8);
 	}
 	/* entered only now: an error above leaves no half-filled entry */
 	entry = hash_search(queue_settings, key, HASH_ENTER, &found);
@@ -271,6 +274,8 @@ jq_queue_settings(const char *queue_name)
 	entry->group_policy = settings.group_policy;
 	entry->aged = settings.aged;
 	entry->ordered = settings.ordered;
+	entry->max_attempts = settings.max_attempts;
+	entry->notify = settings.notify;
 	entry->lease_duration = settings.lease_duration;
 	entry->max_runtime = settings.max_runtime;
 	return entry;
