@@ -262,9 +262,9 @@ peers_wal() {
 			fi
 			lsn1=$(pq "SELECT pg_current_wal_insert_lsn()")
 			if [ $mode = batched ]; then
-				peers_pgbench "peers_${impl}_drain.sql" >/dev/null
+				peers_pgbench peers "peers_${impl}_drain.sql" >/dev/null
 			else
-				peers_pgbench "peers_${impl}_one.sql" >/dev/null
+				peers_pgbench peers "peers_${impl}_one.sql" >/dev/null
 			fi
 			lsn2=$(pq "SELECT pg_current_wal_insert_lsn()")
 			tbl=$([ $impl = ext ] && echo jobqueue.jobs || echo peers_hand.jobs)
@@ -458,7 +458,7 @@ peers_statements() {
 		DB=postgres q "ALTER DATABASE peers SET pg_stat_statements.track = 'all'" >/dev/null
 		pq "SELECT pg_stat_statements_reset()" >/dev/null
 		# one client: the times are the statements' own, not waits for a CPU
-		PEERS_CLIENTS=1 peers_pgbench "peers_${who}_drain.sql" >/dev/null
+		PEERS_CLIENTS=1 peers_pgbench peers "peers_${who}_drain.sql" >/dev/null
 		{
 			echo "== $who: $n jobs drained by 1 client; execution time per job (us), top-level and nested statements"
 			pq "SELECT to_char(total_exec_time * 1000 / $n, '9990.00') || ' us/job  ' ||
