@@ -117,7 +117,7 @@ rg_run() {
 	local side=$1 wl=$2 c=$3 round=$4 script n preload
 	use_side "$side"
 	case $wl in
-	claim1) script=ext_claim1.sql n=1 preload=60000 ;;
+	claim1) script=ext_claim1.sql n=1 preload=150000 ;;
 	claimN) script=ext_claimN.sql n=$BENCH_REGRESSION_N preload=400000 ;;
 	cac) script=ext_complete_and_claim.sql n=$BENCH_REGRESSION_N preload=400000 ;;
 	esac
