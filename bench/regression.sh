@@ -118,7 +118,7 @@ rg_run() {
 	use_side "$side"
 	case $wl in
 	claim1) script=ext_claim1.sql n=1 preload=150000 ;;
-	claimN) script=ext_claimN.sql n=$BENCH_REGRESSION_N preload=400000 ;;
+	claimN) script=ext_claimN.sql n=$BENCH_REGRESSION_N preload=1000000 ;;
 	cac) script=ext_complete_and_claim.sql n=$BENCH_REGRESSION_N preload=400000 ;;
 	esac
 	NO_CHECKPOINT=1 reset_jobs "$preload"
