@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * queuecache.c
- *	  The per-backend cache of the queue settings that the completion of a
- *	  job needs, and its invalidation.
+ *	  The per-backend cache of the queue settings that the claim, the
+ *	  enqueue and the completion of a job need, and its invalidation.
  *
  * Two caches.  The settings a claim or an enqueue needs of its queue's
  * row (jq_queue_settings): whether it exists, is paused, has an ordering
@@ -19,14 +19,16 @@
  * against those arrays, parameters.
  *
  * Invalidation: the functions that change jobqueue.queues (create, alter,
- * drop, pause, resume) call jq_queues_changed().  At the commit of that transaction, once
- * the change is visible, the shared counter jq_shared->queues_generation
- * goes up by one; a backend re-reads its cache when the counter differs
- * from the value it read before its last read of the table.  Since the
+ * drop, pause, resume) call jq_queues_changed().  At the commit of that
+ * transaction, once the change is visible, the shared counter
+ * jq_shared->queues_generation goes up by one; a backend re-reads its
+ * caches when the counter differs from the value it read before its last
+ * read of the table.  Since the
  * counter is read before the table, a change that commits after the read
- * always moves the counter past the cached value.  A completion that runs
- * while the change commits may still use the settings from before it, as
- * if it had run a moment earlier; the next call sees the change.  The
+ * always moves the counter past the cached value.  A claim, enqueue or
+ * completion that runs while the change commits may still use the
+ * settings from before it, as if it had run a moment earlier; the next
+ * call sees the change.  The
  * session that makes the change sees it at once (a local counter, also
  * moved when the transaction or a subtransaction aborts, which may have
  * cached uncommitted settings).  A prepared transaction's change is
