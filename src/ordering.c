@@ -215,6 +215,19 @@ jq_arg_group_keys(FunctionCallInfo fcinfo, int argno, int npayloads)
 	return keys;
 }
 
+/* The claim statement of a queue with these settings */
+static JqClaimKind
+jq_settings_claim_kind(const JqQueueSettings *settings)
+{
+	if (settings->ordered)
+		return JQ_CLAIM_ORDERED;
+	if (settings->group_policy)
+		return JQ_CLAIM_GROUPS;
+	if (settings->aged)
+		return JQ_CLAIM_AGED;
+	return JQ_CLAIM_PLAIN;
+}
+
 /*
  * The claim statement queue_name needs; raises the unknown-queue error when
  * it does not exist.  May replace SPI_tuptable (jq_queue_settings).
@@ -226,13 +239,7 @@ jq_queue_claim_kind(const char *queue_name)
 
 	if (!settings->exists)
 		jq_raise_unknown_queue(queue_name);
-	if (settings->ordered)
-		return JQ_CLAIM_ORDERED;
-	if (settings->group_policy)
-		return JQ_CLAIM_GROUPS;
-	if (settings->aged)
-		return JQ_CLAIM_AGED;
-	return JQ_CLAIM_PLAIN;
+	return jq_settings_claim_kind(settings);
 }
 
 /*
@@ -318,8 +325,9 @@ jq_claim_plain(const JqQueueSettings *settings, Datum *values,
  */
 static void
 jq_claim_run(JqClaimKind kind, const JqQueueSettings *settings,
-			 JqQueuePolicy *entry, Datum *values, const char *nulls)
+			 const char *queue_name, Datum *values, const char *nulls)
 {
+	JqQueuePolicy *entry;
 	Datum		gvalues[6];
 	char		gnulls[6];
 	int64		last_pos = 0;
@@ -341,6 +349,8 @@ jq_claim_run(JqClaimKind kind, const JqQueueSettings *settings,
 			break;
 	}
 
+	/* the rotation cursor: looked up only by the claims that rotate */
+	entry = jq_policy_entry(queue_name);
 	memcpy(gvalues, values, 5 * sizeof(Datum));
 	memcpy(gnulls, nulls, 5);
 	if (entry->has_cursor)
@@ -382,7 +392,6 @@ uint64
 jq_claim_execute(const char *queue_name, Datum *values, const char *nulls)
 {
 	const JqQueueSettings *settings;
-	JqClaimKind kind;
 
 	/* a schema from before 1.2: the claim of 1.1 */
 	if (!jq_ordering_installed())
@@ -399,10 +408,8 @@ jq_claim_execute(const char *queue_name, Datum *values, const char *nulls)
 		jq_raise_unknown_queue(queue_name);
 	if (settings->paused)
 		return 0;
-	kind = settings->ordered ? JQ_CLAIM_ORDERED :
-		settings->group_policy ? JQ_CLAIM_GROUPS :
-		settings->aged ? JQ_CLAIM_AGED : JQ_CLAIM_PLAIN;
-	jq_claim_run(kind, settings, jq_policy_entry(queue_name), values, nulls);
+	jq_claim_run(jq_settings_claim_kind(settings), settings, queue_name,
+				 values, nulls);
 	return SPI_processed;
 }
 

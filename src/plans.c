@@ -140,14 +140,27 @@
 	"result = " RESULT " "
 
 /*
+ * running -> succeeded by an UPDATE of the jobs FROM (empty or a FROM clause)
+ * that meet WHERE, with their outcome.  Alone, it is the completion when
+ * no queue of the database keeps no history (the usual case): a statement
+ * with a DELETE that never runs (JQ_SUCCEED_OR_DELETE_SQL) still costs its
+ * setup at every execution (the DELETE's result relation, its triggers,
+ * the CTE scans), a quarter of a completion of one job.
+ */
+#define JQ_SUCCEED_KEEP_SQL(NOW, RESULT, FROM, WHERE, FINISHED) \
+	"UPDATE jobqueue.jobs j SET " JQ_SUCCEED_SQL(NOW, RESULT) \
+	FROM " WHERE " WHERE " " \
+	"RETURNING " JQ_OUTCOME_SQL(NOW, "false", JQ_NOTIFY_FINISHED_SQL(FINISHED))
+
+/*
  * running -> succeeded, or deleted when the job's queue keeps no history
  * (retention zero: its name is in DELETING, a text[] parameter from
  * queuecache.c).  One data-modifying statement: a DELETE for the jobs of
  * those queues, an UPDATE for the others, each with the same selection
  * (FROM_LIST, joined to job j, and the fencing condition WHERE); a job is
- * in exactly one of them, and both see the same snapshot.  When no queue
- * deletes (the usual case), the DELETE is stopped before it reads
- * anything by its one-time filter on the array.  A deleted job writes no
+ * in exactly one of them, and both see the same snapshot.  Run only when
+ * some queue of the database keeps no history (JQ_SUCCEED_KEEP_SQL alone
+ * otherwise).  A deleted job writes no
  * new row version and no index entry, keeps no result, and frees its
  * idempotency key; its outcome says 'succeeded', so that counters,
  * notify_finished and the release of its dependents see a success (the
@@ -159,22 +172,9 @@
 	"           WHERE pg_catalog.cardinality(" DELETING ") > 0 AND " WHERE " " \
 	"             AND j.queue_name = ANY (" DELETING ") " \
 	"           RETURNING " JQ_OUTCOME_DELETED_SQL(JQ_NOTIFY_FINISHED_SQL(FINISHED)) "), " \
-	"u AS (UPDATE jobqueue.jobs j SET " JQ_SUCCEED_SQL(NOW, RESULT) \
-	"      FROM " FROM_LIST " WHERE " WHERE " AND j.queue_name <> ALL (" DELETING ") " \
-	"      RETURNING " JQ_OUTCOME_SQL(NOW, "false", JQ_NOTIFY_FINISHED_SQL(FINISHED)) ") " \
+	"u AS (" JQ_SUCCEED_KEEP_SQL(NOW, RESULT, "FROM " FROM_LIST, \
+			WHERE " AND j.queue_name <> ALL (" DELETING ")", FINISHED) ") " \
 	"SELECT * FROM d UNION ALL SELECT * FROM u"
-
-/*
- * running -> succeeded, when no queue of the database keeps no history (the
- * usual case): the UPDATE of JQ_SUCCEED_OR_DELETE_SQL alone.  A statement
- * with a DELETE that never runs still costs its setup at every execution
- * (the DELETE's result relation, its triggers, the CTE scans), a quarter of
- * a completion of one job.  FROM is empty or a FROM clause.
- */
-#define JQ_SUCCEED_KEEP_SQL(NOW, RESULT, FROM, WHERE, FINISHED) \
-	"UPDATE jobqueue.jobs j SET " JQ_SUCCEED_SQL(NOW, RESULT) \
-	FROM " WHERE " WHERE " " \
-	"RETURNING " JQ_OUTCOME_SQL(NOW, "false", JQ_NOTIFY_FINISHED_SQL(FINISHED))
 
 /*
  * running -> pending or dead (fail, reap): a failed attempt is retried when
