@@ -20,7 +20,9 @@
 #   pgboss    pg-boss 10.4.2, PEERS_PGBOSS (workers=4 batch=5000 poll=0.5)
 #   graphile  graphile-worker 0.17.3, PEERS_GRAPHILE (concurrency=16
 #             local=500 delay=0: localQueue size, completeJobBatchDelay)
-#   jqnode    jobqueue's Node.js client (clients/node): concurrency 8, batch 100
+#   jqnode    jobqueue's Node.js client (clients/node), PEERS_JQNODE (workers=2
+#             concurrency=8 batch=100: two Worker instances in one process)
+#   jqnode0   the same on the queue with retention 0
 # The drivers of the last three are bench/peers/drive.js (npm ci when
 # bench/peers/node_modules is missing).  PEERS_ROUNDS rounds (3), the order
 # of the contenders rotating from round to round; per contender the median,
@@ -55,10 +57,10 @@ fi
 PEERS_JOBS=${PEERS_JOBS:-100000}
 PEERS_ROUNDS=${PEERS_ROUNDS:-3}
 PEERS_CLIENTS=${PEERS_CLIENTS:-8}
-PEERS_CONTENDERS=${PEERS_CONTENDERS:-ext cac ext0 cac0 hand pgboss graphile jqnode}
+PEERS_CONTENDERS=${PEERS_CONTENDERS:-ext cac ext0 cac0 hand pgboss graphile jqnode jqnode0}
 PEERS_PGBOSS=${PEERS_PGBOSS:-workers=4 batch=5000 poll=0.5}
 PEERS_GRAPHILE=${PEERS_GRAPHILE:-concurrency=16 local=500 delay=0}
-PEERS_JQNODE=${PEERS_JQNODE:-concurrency=8 batch=100}
+PEERS_JQNODE=${PEERS_JQNODE:-workers=2 concurrency=8 batch=100}
 PEERS_WAL_JOBS=${PEERS_WAL_JOBS:-20000}
 PEERS_SEARCH_JOBS=${PEERS_SEARCH_JOBS:-50000}
 PEERS_SEARCH_LIMIT=${PEERS_SEARCH_LIMIT:-30}
@@ -144,16 +146,17 @@ peers_enqueue() {
 	hand)
 		pq "INSERT INTO peers_hand.jobs (queue_name, payload)
 			SELECT 'peers', '$PAYLOAD' FROM generate_series(1, $n)" >/dev/null ;;
-	pgboss | graphile | jqnode) drive "$who" enqueue peers "$n" >/dev/null ;;
+	pgboss | graphile) drive "$who" enqueue peers "$n" >/dev/null ;;
+	jqnode | jqnode0) drive jqnode enqueue "$(peers_queue "$who")" "$n" >/dev/null ;;
 	esac
 	# the same state for everyone: statistics, no dead rows, a fresh checkpoint
 	pqm "VACUUM ANALYZE" "CHECKPOINT" >/dev/null
 }
 
-# The queue of a jobqueue contender: ext0 and cac0 keep no history.
+# The queue of a jobqueue contender: ext0, cac0 and jqnode0 keep no history.
 peers_queue() {
 	case $1 in
-	ext0 | cac0) echo peers0 ;;
+	ext0 | cac0 | jqnode0) echo peers0 ;;
 	*) echo peers ;;
 	esac
 }
@@ -183,7 +186,7 @@ peers_check() {
 	ext | cac | jqnode) got=$(pq "SELECT count(*) FROM jobqueue.jobs
 			WHERE queue_name = 'peers' AND status = 'succeeded' AND attempt_count = 1") ;;
 	# deleted when they succeed: none may be left, and every completion counted
-	ext0 | cac0) got=$((n - $(pq "SELECT count(*) FROM jobqueue.jobs WHERE queue_name = 'peers0'"))) ;;
+	ext0 | cac0 | jqnode0) got=$((n - $(pq "SELECT count(*) FROM jobqueue.jobs WHERE queue_name = 'peers0'"))) ;;
 	hand) got=$(pq "SELECT count(*) FROM peers_hand.jobs WHERE status = 'succeeded' AND attempt_count = 1") ;;
 	pgboss) got=$(pq "SELECT count(*) FROM pgboss.job WHERE name = 'peers' AND state = 'completed' AND retry_count = 0") ;;
 	# completed jobs are deleted
@@ -205,9 +208,9 @@ peers_drain() {
 	ext | ext0) secs=$(peers_pgbench "$(peers_queue "$who")" peers_ext_drain.sql) ;;
 	cac | cac0) secs=$(peers_pgbench "$(peers_queue "$who")" peers_cac_drain.sql -D ids='{}' -D tokens='{}') ;;
 	hand) secs=$(peers_pgbench peers peers_hand_drain.sql) ;;
-	pgboss | graphile | jqnode)
+	pgboss | graphile | jqnode | jqnode0)
 		# shellcheck disable=SC2086
-		json=$(drive "$who" drain peers "$n" $opts)
+		json=$(drive "${who%0}" drain "$(peers_queue "$who")" "$n" $opts)
 		secs=$(sed -n 's/.*"seconds":\([0-9.e-]*\).*/\1/p' <<<"$json")
 		done=$(sed -n 's/.*"done":\([0-9]*\).*/\1/p' <<<"$json")
 		;;
@@ -233,7 +236,7 @@ peers_opts() {
 	case $1 in
 	pgboss) echo "$PEERS_PGBOSS" ;;
 	graphile) echo "$PEERS_GRAPHILE" ;;
-	jqnode) echo "$PEERS_JQNODE" ;;
+	jqnode | jqnode0) echo "$PEERS_JQNODE" ;;
 	*) echo "clients=$PEERS_CLIENTS batch=100" ;;
 	esac
 }
@@ -316,7 +319,7 @@ peers_summary() {
 	[ -z "$PEERS_NOTES" ] || printf '%s' "$PEERS_NOTES"
 	echo
 	printf '%-9s %9s %9s %9s %5s %11s %11s %9s  %s\n' contender "median" min max runs "server us" "client us" "WAL B" settings
-	for who in ext cac ext0 cac0 hand pgboss graphile jqnode; do
+	for who in ext cac ext0 cac0 hand pgboss graphile jqnode jqnode0; do
 		[ -n "${med[$who]:-}" ] || continue
 		printf '%-9s %9s %9s %9s %5s %11s %11s %9s  %s\n' "$who" "${med[$who]}" "${lo[$who]}" "${hi[$who]}" \
 			"${runs[$who]}" "${scpu[$who]}" "${ccpu[$who]}" "${wal[$who]}" "$(peers_opts "$who")"
@@ -345,6 +348,10 @@ peers_summary() {
 	fi
 	echo "  Node client / pg-boss:                    $(ratio jqnode pgboss 1.5)"
 	echo "  Node client / graphile-worker:            $(ratio jqnode graphile 1.5)"
+	if [ -n "${med[jqnode0]:-}" ]; then
+		echo "  Node client, retention 0 / pg-boss:       $(ratio jqnode0 pgboss 1.5)"
+		echo "  Node client, retention 0 / graphile:      $(ratio jqnode0 graphile 1.5)"
+	fi
 	if [ -s "$RES/peers_wal.csv" ]; then
 		echo
 		echo "WAL bytes per job, enqueue + claim + complete ($PEERS_WAL_JOBS jobs, autovacuum off on the two tables):"
@@ -368,8 +375,13 @@ peers_search() {
 			done
 		done
 		for c in 8 16 32; do
-			for l in 100 500; do
+			for l in 100 500 1000 2000; do
 				peers_drain graphile "$round" 0 "$n" "concurrency=$c local=$l delay=0 limit=$PEERS_SEARCH_LIMIT"
+			done
+		done
+		for w in 1 2 3; do
+			for b in 100 500 1000; do
+				peers_drain jqnode "$round" 0 "$n" "workers=$w concurrency=8 batch=$b"
 			done
 		done
 	done
@@ -508,11 +520,11 @@ part_peers() {
 # Data of peers.png (bench/plots.gp): one line per contender, median min max.
 peers_plot_data() {
 	[ "${BENCH_PEERS_SEARCH:-0}" != 1 ] && [ -s "$RES/peers.csv" ] || return 0
-	peers_stats | awk '{ o["ext"] = 1; o["cac"] = 2; o["ext0"] = 2.3; o["cac0"] = 2.6; o["hand"] = 3; o["pgboss"] = 4; o["graphile"] = 5; o["jqnode"] = 6
+	peers_stats | awk '{ o["ext"] = 1; o["cac"] = 2; o["ext0"] = 2.3; o["cac0"] = 2.6; o["hand"] = 3; o["pgboss"] = 4; o["graphile"] = 5; o["jqnode"] = 6; o["jqnode0"] = 6.5
 			n["ext"] = "jobqueue"; n["cac"] = "jobqueue, cac"
 			n["ext0"] = "jobqueue, no history"; n["cac0"] = "jobqueue, cac, no history"
 			n["hand"] = "minimal table"; n["pgboss"] = "pg-boss"; n["graphile"] = "graphile-worker"
-			n["jqnode"] = "jobqueue Node"
+			n["jqnode"] = "jobqueue Node"; n["jqnode0"] = "jobqueue Node, no history"
 			printf "%s \"%s\" %s %s %s\n", o[$1], n[$1], $2, $3, $4 }' | sort -n | awk '{ $1 = NR; print }'
 }
 

@@ -29,16 +29,31 @@
 # 1 round trip; stmt_one.sql, stmt_two.sql), batches 1 and 100, 1 client,
 # synchronous_commit off.
 #
-# Results: $RES/roundtrip.csv (every run) and $RES/roundtrip.txt (medians,
+# Then the same three loops over a network link between the client and the
+# server instead of the local socket: bench/netdelay (a small Go proxy,
+# built here when Go is installed) between pgbench and the server's socket,
+# delaying each chunk of data by each of BENCH_RT_NET ("0 1ms"; 0 = the
+# proxy's own hop) in each direction.  The round trip of each link is
+# measured (SELECT 1 through it); 1 client, synchronous_commit off, batches
+# BENCH_RT_BATCHES.  This is what jq_complete_and_claim is for: the round
+# trip it saves is 13 us on the local socket, 0.1 to 1 ms between machines.
+#
+# Results: $RES/roundtrip.csv (every run; the column link says local or
+# the proxy's delay) and $RES/roundtrip.txt (medians,
 # ratios, the load average before and after).  Environment: BENCH_SECONDS
 # (per run), BENCH_ROUNDS (at least 3 for a median), BENCH_RT_CLIENTS
 # ("1 2 4"), BENCH_RT_BATCHES ("1 100"), BENCH_SYNC ("off on"),
-# BENCH_RT_STATEMENTS (1: measure one against two statements; 0: skip).
+# BENCH_RT_STATEMENTS (1: measure one against two statements; 0: skip),
+# BENCH_RT_NET (the proxy's delays; empty: no network runs).
 [ -n "${BENCH_LIB:-}" ] || source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 BENCH_RT_CLIENTS=${BENCH_RT_CLIENTS:-1 2 4}
 BENCH_RT_BATCHES=${BENCH_RT_BATCHES:-1 100}
 BENCH_RT_STATEMENTS=${BENCH_RT_STATEMENTS:-1}
+BENCH_RT_NET=${BENCH_RT_NET-0 1ms}
+# the socket directory pgbench connects to: the server's, or the proxy's
+RT_HOST=
+RT_LINK=local
 
 # The loop as hand-written SQL in one server call, in one statement or in
 # two: what jq_complete_and_claim could do, without the extension's checks
@@ -94,8 +109,8 @@ rt_run() {
 	NO_CHECKPOINT=1 reset_jobs "$preload"
 	local cpu0 cpu1 out tx tps jobs left
 	cpu0=$(server_cpu)
-	out=$(pgb "$sync" -c "$c" -j "$c" -T "$BENCH_SECONDS" -f "$BENCH_DIR/pgbench/$script" \
-		-D q=bench -D n="$n" -D owner=bench-worker -D ids={} -D tokens={})
+	out=$(JQ_PGHOST=${RT_HOST:-$JQ_PGHOST} pgb "$sync" -c "$c" -j "$c" -T "$BENCH_SECONDS" \
+		-f "$BENCH_DIR/pgbench/$script" -D q=bench -D n="$n" -D owner=bench-worker -D ids={} -D tokens={})
 	sleep 0.3	# let the postmaster reap the exited backends (CPU time)
 	cpu1=$(server_cpu)
 	tx=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' <<<"$out")
@@ -109,9 +124,9 @@ rt_run() {
 			count(*) FILTER (WHERE status = 'pending') FROM jobqueue.jobs" | tr '|' ' ')
 	[ "$left" -gt 0 ] || return 1
 	r "INSERT INTO roundtrip_runs VALUES ('$sync', $n, $c, '$impl', $round, $jobs,
-		$tx / $tps, $jobs / ($tx / $tps), $cpu1 - $cpu0, $tx, '$(cut -d' ' -f1 /proc/loadavg)')" >/dev/null
-	printf '  sync=%-3s n=%-3s c=%s %-5s round %s: %8.0f jobs/s (%s jobs, %s left, load %s)\n' \
-		"$sync" "$n" "$c" "$impl" "$round" \
+		$tx / $tps, $jobs / ($tx / $tps), $cpu1 - $cpu0, $tx, '$(cut -d' ' -f1 /proc/loadavg)', '$RT_LINK')" >/dev/null
+	printf '  %s sync=%-3s n=%-3s c=%s %-5s round %s: %8.0f jobs/s (%s jobs, %s left, load %s)\n' \
+		"$RT_LINK" "$sync" "$n" "$c" "$impl" "$round" \
 		"$(awk -v j="$jobs" -v t="$tx" -v p="$tps" 'BEGIN { print j / (t / p) }')" "$jobs" "$left" \
 		"$(cut -d' ' -f1 /proc/loadavg)"
 }
@@ -134,6 +149,41 @@ rt_config() {
 	done
 }
 
+# The loops over a network link: the proxy bench/netdelay between pgbench
+# and the server, one run of the three loops per delay in BENCH_RT_NET.
+rt_net() {
+	local delay dir round out n
+	[ -n "$BENCH_RT_NET" ] || return 0
+	if ! command -v go >/dev/null; then
+		echo "  roundtrip: Go is not installed (golang-go): no runs over a network link" >&2
+		return 0
+	fi
+	dir=$WORK/netdelay
+	mkdir -p "$dir"
+	GOCACHE=$WORK/tmp/gocache go build -o "$dir/netdelay" "$BENCH_DIR/netdelay/main.go" || return 1
+	chown -R "$JQ_PGUSER" "$dir"
+	for delay in $BENCH_RT_NET; do
+		as_pguser "$dir/netdelay" -listen "$dir/.s.PGSQL.$PORT" -to "$JQ_PGHOST/.s.PGSQL.$PORT" -delay "$delay" &
+		RT_NET_PID=$!
+		for ((i = 0; i < 100; i++)); do [ -S "$dir/.s.PGSQL.$PORT" ] && break; sleep 0.05; done
+		RT_HOST=$dir RT_LINK="delay $delay"
+		log "roundtrip: over a link with a delay of $delay each way"
+		for round in $(seq 1 "$BENCH_ROUNDS"); do
+			out=$(JQ_PGHOST=$dir pgb off -c 1 -j 1 -T "$BENCH_SECONDS" -f "$BENCH_DIR/pgbench/select1.sql")
+			r "INSERT INTO roundtrip_runs VALUES ('off', 0, 1, 'select1', $round, 0, $BENCH_SECONDS,
+				$(pgb_tps "$out"), 0, 0, '$(cut -d' ' -f1 /proc/loadavg)', '$RT_LINK')" >/dev/null
+		done
+		for n in $BENCH_RT_BATCHES; do
+			rt_config off "$n" 1 cac ext hand
+		done
+		kill "$RT_NET_PID" 2>/dev/null || true
+		pkill -u "$JQ_PGUSER" -x netdelay 2>/dev/null || true
+		wait "$RT_NET_PID" 2>/dev/null || true
+		rm -f "$dir/.s.PGSQL.$PORT"
+	done
+	RT_HOST= RT_LINK=local
+}
+
 declare -A RT_PRELOAD
 part_roundtrip() {
 	local load0 sync n c
@@ -143,7 +193,7 @@ part_roundtrip() {
 	RT_PRELOAD[100]=400000
 	r "CREATE TABLE IF NOT EXISTS roundtrip_runs (sync_commit text, batch int, clients int,
 			impl text, round int, jobs bigint, seconds float8, jobs_per_s float8,
-			server_cpu_s float8, turns bigint, load1 text)" >/dev/null
+			server_cpu_s float8, turns bigint, load1 text, link text)" >/dev/null
 	rt_functions
 	for sync in $BENCH_SYNC; do
 		for n in $BENCH_RT_BATCHES; do
@@ -158,8 +208,9 @@ part_roundtrip() {
 	for round in $(seq 1 "$BENCH_ROUNDS"); do
 		out=$(pgb off -c 1 -j 1 -T "$BENCH_SECONDS" -f "$BENCH_DIR/pgbench/select1.sql")
 		r "INSERT INTO roundtrip_runs VALUES ('off', 0, 1, 'select1', $round, 0, $BENCH_SECONDS,
-			$(pgb_tps "$out"), 0, 0, '$(cut -d' ' -f1 /proc/loadavg)')" >/dev/null
+			$(pgb_tps "$out"), 0, 0, '$(cut -d' ' -f1 /proc/loadavg)', 'local')" >/dev/null
 	done
+	rt_net
 	if [ "$BENCH_RT_STATEMENTS" = 1 ]; then
 		for n in $BENCH_RT_BATCHES; do
 			rt_config off "$n" 1 stmt1 stmt2
@@ -169,8 +220,8 @@ part_roundtrip() {
 	load1=$(cut -d' ' -f1-3 /proc/loadavg)
 	bench_psql -d benchres -c "\\copy (SELECT sync_commit, batch, clients, impl, round, jobs,
 			round(seconds::numeric, 3) AS seconds, round(jobs_per_s::numeric) AS jobs_per_s,
-			round((server_cpu_s * 1e6 / jobs)::numeric, 1) AS server_cpu_us_per_job, turns, load1
-		FROM roundtrip_runs WHERE impl <> 'select1' ORDER BY sync_commit DESC, batch, clients, round, impl) TO STDOUT WITH (FORMAT csv, HEADER)" \
+			round((server_cpu_s * 1e6 / jobs)::numeric, 1) AS server_cpu_us_per_job, turns, load1, link
+		FROM roundtrip_runs WHERE impl <> 'select1' ORDER BY link <> 'local', link, sync_commit DESC, batch, clients, round, impl) TO STDOUT WITH (FORMAT csv, HEADER)" \
 		>"$RES/roundtrip.csv"
 	{
 		echo "jobqueue $(git -C "$JQ_ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs"
@@ -183,7 +234,7 @@ part_roundtrip() {
 		r "WITH m AS (SELECT sync_commit, batch, clients, impl, count(*) AS runs,
 				percentile_cont(0.5) WITHIN GROUP (ORDER BY jobs_per_s) AS jps,
 				percentile_cont(0.5) WITHIN GROUP (ORDER BY server_cpu_s * 1e6 / jobs) AS cpu
-			  FROM roundtrip_runs WHERE jobs > 0 GROUP BY 1, 2, 3, 4)
+			  FROM roundtrip_runs WHERE jobs > 0 AND link = 'local' GROUP BY 1, 2, 3, 4)
 			SELECT 'sync ' || rpad(c.sync_commit, 3) || ' batch ' || lpad(c.batch::text, 3) || ' clients ' || c.clients
 				|| ': cac ' || lpad(round(c.jps)::text, 6) || ', ext ' || lpad(round(e.jps)::text, 6)
 				|| ', hand ' || lpad(round(h.jps)::text, 6)
@@ -200,7 +251,7 @@ part_roundtrip() {
 			  FROM roundtrip_runs c
 			  JOIN roundtrip_runs h ON (h.sync_commit, h.batch, h.clients, h.round, h.impl) = (c.sync_commit, c.batch, c.clients, c.round, 'hand')
 			  JOIN roundtrip_runs e ON (e.sync_commit, e.batch, e.clients, e.round, e.impl) = (c.sync_commit, c.batch, c.clients, c.round, 'ext')
-			 WHERE c.impl = 'cac')
+			 WHERE c.impl = 'cac' AND c.link = 'local' AND h.link = 'local' AND e.link = 'local')
 			SELECT 'sync ' || rpad(sync_commit, 3) || ' batch ' || lpad(batch::text, 3) || ' clients ' || clients
 				|| ': cac/hand ' || to_char(min(vs_hand), 'FM0.00') || ' / ' || to_char(percentile_cont(0.5) WITHIN GROUP (ORDER BY vs_hand), 'FM0.00') || ' / ' || to_char(max(vs_hand), 'FM0.00')
 				|| ', cac/ext ' || to_char(min(vs_ext), 'FM0.00') || ' / ' || to_char(percentile_cont(0.5) WITHIN GROUP (ORDER BY vs_ext), 'FM0.00') || ' / ' || to_char(max(vs_ext), 'FM0.00')
@@ -209,7 +260,21 @@ part_roundtrip() {
 		echo "one round trip (SELECT 1, 1 client, median):"
 		r "SELECT round(percentile_cont(0.5) WITHIN GROUP (ORDER BY jobs_per_s)) || ' round trips/s = '
 				|| round((1e6 / percentile_cont(0.5) WITHIN GROUP (ORDER BY jobs_per_s))::numeric, 1) || ' us each'
-			  FROM roundtrip_runs WHERE impl = 'select1' HAVING count(*) > 0"
+			  FROM roundtrip_runs WHERE impl = 'select1' AND link = 'local' HAVING count(*) > 0"
+		echo
+		echo "over a network link (bench/netdelay; 1 client, synchronous_commit off), medians:"
+		r "WITH m AS (SELECT link, batch, impl, count(*) AS runs,
+				percentile_cont(0.5) WITHIN GROUP (ORDER BY jobs_per_s) AS jps
+			  FROM roundtrip_runs WHERE link <> 'local' GROUP BY 1, 2, 3)
+			SELECT 'link ' || rpad(c.link, 10) || CASE WHEN c.batch = 0 THEN
+					': round trip ' || round((1e6 / c.jps)::numeric) || ' us'
+				ELSE ' batch ' || lpad(c.batch::text, 3) || ': cac ' || lpad(round(c.jps)::text, 6)
+					|| ', ext ' || lpad(round(e.jps)::text, 6) || ', hand ' || lpad(round(h.jps)::text, 6)
+					|| ' | cac/hand ' || to_char(c.jps / h.jps, 'FM0.00') || ', cac/ext ' || to_char(c.jps / e.jps, 'FM0.00')
+					|| ' (' || c.runs || ' runs)' END
+			  FROM m c LEFT JOIN m e ON (e.link, e.batch, e.impl) = (c.link, c.batch, 'ext')
+			  LEFT JOIN m h ON (h.link, h.batch, h.impl) = (c.link, c.batch, 'hand')
+			 WHERE c.impl IN ('cac', 'select1') ORDER BY c.link, c.batch"
 		echo
 		echo "one statement or two in one server call (hand-written, 1 client, synchronous_commit off):"
 		r "WITH m AS (SELECT batch, impl, count(*) AS runs,

@@ -172,6 +172,10 @@ const graphile = {
 // ---------------------------------------------------------------------------
 // jobqueue's own Node.js client: Client.enqueueMany and Worker.
 // Options: concurrency, batch.
+// jobqueue's Node.js client.  Options: workers (Worker instances in the
+// process, each with its own connection: while one waits for the server,
+// another runs its jobs), concurrency and batch (of each Worker).  The queue
+// peers0 keeps no history (retention 0: a job is deleted when it succeeds).
 const jqnode = {
   lib() { return require(path.resolve(process.env.JQ_CLIENT || '../../clients/node')); },
   async setup() {},
@@ -179,21 +183,24 @@ const jqnode = {
     const { Client } = this.lib();
     const c = new Client({ connectionString });
     await c.pool.query('DELETE FROM jobqueue.jobs WHERE queue_name = $1', [queue]);
-    await c.createQueue(queue, { leaseDuration: 300 });
+    await c.createQueue(queue, { leaseDuration: 300, retention: queue === 'peers0' ? 0 : undefined });
     for (const size of chunks(n, 1000)) await c.enqueueMany(queue, Array.from({ length: size }, () => PAYLOAD));
     await c.end();
   },
   async drain() {
     const { Worker } = this.lib();
-    const concurrency = opts.concurrency || 8, batchSize = opts.batch || 100;
-    const w = new Worker({
+    const workers = opts.workers || 1, concurrency = opts.concurrency || 8, batchSize = opts.batch || 100;
+    let handled = 0;
+    const ws = Array.from({ length: workers }, () => new Worker({
       connectionString, queue, concurrency, batchSize, handleSignals: false, logger: quiet,
-      handler: async () => {},
-    });
-    const r = await timeDrain(() => w.start(), () => w.stats.completed,
-      "SELECT count(*) AS left FROM jobqueue.jobs WHERE queue_name = $1 AND status <> 'succeeded'");
-    await w.stop();
-    return { ...r, concurrency, batch: batchSize };
+      handler: async () => { handled++; },
+    }));
+    const left = queue === 'peers0'
+      ? 'SELECT count(*) AS left FROM jobqueue.jobs WHERE queue_name = $1'
+      : "SELECT count(*) AS left FROM jobqueue.jobs WHERE queue_name = $1 AND status <> 'succeeded'";
+    const r = await timeDrain(() => Promise.all(ws.map((w) => w.start())), () => handled, left);
+    await Promise.all(ws.map((w) => w.stop()));
+    return { ...r, workers, concurrency, batch: batchSize };
   },
 };
 
