@@ -19,9 +19,9 @@
 #             them by id (peers_hand_drain.sql)
 #   pgboss    pg-boss 10.4.2, PEERS_PGBOSS (workers=4 batch=5000 poll=0.5)
 #   graphile  graphile-worker 0.17.3, PEERS_GRAPHILE (concurrency=16
-#             local=500 delay=0: localQueue size, completeJobBatchDelay)
+#             local=2000 delay=0: localQueue size, completeJobBatchDelay)
 #   jqnode    jobqueue's Node.js client (clients/node), PEERS_JQNODE (workers=2
-#             concurrency=8 batch=100: two Worker instances in one process)
+#             concurrency=8 batch=500: two Worker instances in one process)
 #   jqnode0   the same on the queue with retention 0
 # The drivers of the last three are bench/peers/drive.js (npm ci when
 # bench/peers/node_modules is missing).  PEERS_ROUNDS rounds (3), the order
@@ -59,8 +59,8 @@ PEERS_ROUNDS=${PEERS_ROUNDS:-3}
 PEERS_CLIENTS=${PEERS_CLIENTS:-8}
 PEERS_CONTENDERS=${PEERS_CONTENDERS:-ext cac ext0 cac0 hand pgboss graphile jqnode jqnode0}
 PEERS_PGBOSS=${PEERS_PGBOSS:-workers=4 batch=5000 poll=0.5}
-PEERS_GRAPHILE=${PEERS_GRAPHILE:-concurrency=16 local=500 delay=0}
-PEERS_JQNODE=${PEERS_JQNODE:-workers=2 concurrency=8 batch=100}
+PEERS_GRAPHILE=${PEERS_GRAPHILE:-concurrency=16 local=2000 delay=0}
+PEERS_JQNODE=${PEERS_JQNODE:-workers=2 concurrency=8 batch=500}
 PEERS_WAL_JOBS=${PEERS_WAL_JOBS:-20000}
 PEERS_SEARCH_JOBS=${PEERS_SEARCH_JOBS:-50000}
 PEERS_SEARCH_LIMIT=${PEERS_SEARCH_LIMIT:-30}
@@ -367,8 +367,11 @@ peers_search() {
 	local n=$PEERS_SEARCH_JOBS w b c l round
 	log "peers: settings search on $n jobs, $PEERS_SEARCH_ROUNDS rounds (a run stops after ${PEERS_SEARCH_LIMIT}s)"
 	for round in $(seq 1 "$PEERS_SEARCH_ROUNDS"); do
-		for w in 1 2 4; do
+		for w in 1 2 4 8 16; do
 			for b in 100 1000 5000; do
+				# pg-boss fetches a batch per worker every poll interval: many
+				# small-batch workers only add polling
+				[ "$w" -le 4 ] || [ "$b" = 5000 ] || continue
 				# the slow settings once: 30 s tell their rate
 				[ "$round" = 1 ] || [ "$b" != 100 ] || continue
 				peers_drain pgboss "$round" 0 "$n" "workers=$w batch=$b poll=0.5 limit=$PEERS_SEARCH_LIMIT"
