@@ -43,7 +43,10 @@
 # parts' names added (environment.peers.txt).
 source "$(dirname "$0")/lib.sh"
 for part in $BENCH_PARTS; do
-	source "$BENCH_DIR/$part.sh"
+	case " $BENCH_EXTERNAL_PARTS " in
+	*" $part "*) ;;	# run as scripts of their own (part_external in lib.sh)
+	*) source "$BENCH_DIR/$part.sh" ;;
+	esac
 done
 
 bench_main "${BENCH_ONLY:-$BENCH_PARTS}"
