@@ -29,18 +29,19 @@ BENCH_GROWTH_FINISHED=${BENCH_GROWTH_FINISHED:-10000000}
 BENCH_GROWTH_PENDING=${BENCH_GROWTH_PENDING:-10000}
 BENCH_LAT_CLAIMS=${BENCH_LAT_CLAIMS:-500}	# claims per impl per round
 BENCH_REAP_SIZES=${BENCH_REAP_SIZES:-100000 1000000}
-BENCH_REAP_WAIT=${BENCH_REAP_WAIT:-120}	# longest wait for the background worker to reap
+BENCH_REAP_WAIT=${BENCH_REAP_WAIT:-90}	# longest wait for the background worker to reap
 BENCH_FLOW_FIRST=${BENCH_FLOW_FIRST:-100000}
 BENCH_FLOW_TOTAL=${BENCH_FLOW_TOTAL:-1000000}
 BENCH_BLOAT_SETTLE=${BENCH_BLOAT_SETTLE:-15}	# seconds before the last size snapshot
-BENCH_CHURN_SECONDS=${BENCH_CHURN_SECONDS:-600}
+# 300 s: in 600 s runs the size was flat from the first minute on
+BENCH_CHURN_SECONDS=${BENCH_CHURN_SECONDS:-300}
 BENCH_CHURN_RATE=${BENCH_CHURN_RATE:-auto}	# jobs/s; auto: half the measured maximum
 BENCH_CHURN_CLIENTS=${BENCH_CHURN_CLIENTS:-4}
 BENCH_SAMPLE=${BENCH_SAMPLE:-5}			# seconds between churn samples
 BENCH_INSTALL=${BENCH_INSTALL:-1}		# 0: use the installed extension as is
 # The churn run is shortened so that the whole run ends within this many
 # minutes (it runs last); 0: no limit.
-BENCH_BUDGET_MIN=${BENCH_BUDGET_MIN:-45}
+BENCH_BUDGET_MIN=${BENCH_BUDGET_MIN:-65}
 BENCH_T0=$(date +%s)
 BENCH_LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 
