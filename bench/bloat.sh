@@ -32,8 +32,8 @@ part_bloat() {
 		snapshot_size "$how" "$BENCH_FLOW_FIRST" "right after"
 		flow $((BENCH_FLOW_TOTAL - BENCH_FLOW_FIRST))
 		snapshot_size "$how" "$BENCH_FLOW_TOTAL" "right after"
-		sleep 15
-		snapshot_size "$how" "$BENCH_FLOW_TOTAL" "15 s later"
+		sleep "$BENCH_BLOAT_SETTLE"
+		snapshot_size "$how" "$BENCH_FLOW_TOTAL" "$BENCH_BLOAT_SETTLE s later"
 		stop_purging
 	done
 	r "SELECT purging, jobs_flowed, phase, pg_size_pretty(total_bytes), n_dead_tup FROM bloat" | sed 's/^/  /'

@@ -20,9 +20,15 @@
 #   BENCH_CLIENT_BATCH (100), BENCH_CLIENT_ROUNDS (5),
 #   BENCH_CLIENTS_LIST ("python node go"), BENCH_CLIENTS_BASE (a git ref:
 #   its clients run too, as python-base ...), BENCH_PORT (first free port
-#   from 57500), BENCH_RESULTS (bench/results: clients.csv, clients.txt).
+#   from 57500), BENCH_RESULTS (bench/results: clients.csv, clients.txt),
+#   BENCH_INSTALL (1: build and install the extension; 0: use the installed
+#   one), BENCH_QUICK=1 (10,000 jobs, 1 round), BENCH_KEEP=1 (keep the
+#   scratch directory).  Also part "clients" of bench/run.sh.
 source "$(dirname "$0")/../scripts/common.sh"
 
+if [ "${BENCH_QUICK:-0}" = 1 ]; then
+	: "${BENCH_CLIENT_JOBS:=10000}" "${BENCH_CLIENT_ROUNDS:=1}"
+fi
 JOBS=${BENCH_CLIENT_JOBS:-100000}
 CONC=${BENCH_CLIENT_CONCURRENCY:-8}
 BATCH=${BENCH_CLIENT_BATCH:-100}
@@ -34,7 +40,9 @@ CLK_TCK=$(getconf CLK_TCK)
 
 jq_install_packages
 dir=$(jq_workdir bench-clients)
-jq_build_install "$dir"
+if [ "${BENCH_INSTALL:-1}" = 1 ]; then
+	jq_build_install "$dir"
+fi
 cdir=$dir/bench_clients
 jq_owned_dir "$cdir"
 port=${BENCH_PORT:-$(jq_free_port 57500 57999)}
@@ -45,7 +53,11 @@ shared_preload_libraries = 'jobqueue'
 synchronous_commit = off
 max_connections = 100
 CONF
-trap jq_cluster_stop EXIT
+clients_cleanup() {
+	jq_cluster_stop
+	[ "${BENCH_KEEP:-0}" = 1 ] || rm -rf "$dir"
+}
+trap clients_cleanup EXIT
 jq_cluster_start
 DSN="postgresql://postgres@127.0.0.1:$port/postgres"
 psql_c() { as_pguser psql -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -d postgres "$@"; }

@@ -36,7 +36,10 @@ part_diag() {
 	# (SECURITY DEFINER with SET search_path), without the SET clause,
 	# without either, and as hand-written SQL; 1 client, rounds interleaved.
 	r "CREATE TABLE IF NOT EXISTS call_cost (variant text, round int, calls_per_s float8)" >/dev/null
-	local round variant out fn="jobqueue.jq_complete(bigint, bigint)"
+	local round variant out fn
+	# its signature as installed (1.3 added an argument)
+	fn=$(q "SELECT p.oid::regprocedure FROM pg_proc p WHERE p.proname = 'jq_complete'
+			AND p.pronamespace = 'jobqueue'::regnamespace ORDER BY p.pronargs LIMIT 1")
 	reset_jobs 1000
 	for round in 1 2 3; do
 		for variant in "as installed" "without SET search_path" "SECURITY INVOKER, no SET" "hand-written UPDATE"; do

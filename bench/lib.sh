@@ -16,7 +16,8 @@ if [ "${BENCH_QUICK:-0}" = 1 ]; then
 	: "${BENCH_GROWTH_SIZES:=10000 100000}" "${BENCH_GROWTH_FINISHED:=100000}"
 	: "${BENCH_LAT_CLAIMS:=200}" "${BENCH_REAP_SIZES:=10000 50000}"
 	: "${BENCH_FLOW_FIRST:=20000}" "${BENCH_FLOW_TOTAL:=100000}"
-	: "${BENCH_CHURN_SECONDS:=20}" "${BENCH_SAMPLE:=2}"
+	: "${BENCH_CHURN_SECONDS:=20}" "${BENCH_SAMPLE:=2}" "${BENCH_BLOAT_SETTLE:=5}"
+	: "${BENCH_REAP_WAIT:=30}" "${BENCH_RT_CLIENTS:=1}" "${BENCH_RT_PRELOAD_1:=20000}" "${BENCH_RT_PRELOAD_100:=100000}"
 fi
 BENCH_SECONDS=${BENCH_SECONDS:-3}		# per throughput run
 BENCH_ROUNDS=${BENCH_ROUNDS:-3}			# runs per configuration (median)
@@ -28,16 +29,19 @@ BENCH_GROWTH_FINISHED=${BENCH_GROWTH_FINISHED:-10000000}
 BENCH_GROWTH_PENDING=${BENCH_GROWTH_PENDING:-10000}
 BENCH_LAT_CLAIMS=${BENCH_LAT_CLAIMS:-500}	# claims per impl per round
 BENCH_REAP_SIZES=${BENCH_REAP_SIZES:-100000 1000000}
+BENCH_REAP_WAIT=${BENCH_REAP_WAIT:-90}	# longest wait for the background worker to reap
 BENCH_FLOW_FIRST=${BENCH_FLOW_FIRST:-100000}
 BENCH_FLOW_TOTAL=${BENCH_FLOW_TOTAL:-1000000}
-BENCH_CHURN_SECONDS=${BENCH_CHURN_SECONDS:-600}
+BENCH_BLOAT_SETTLE=${BENCH_BLOAT_SETTLE:-15}	# seconds before the last size snapshot
+# 300 s: in 600 s runs the size was flat from the first minute on
+BENCH_CHURN_SECONDS=${BENCH_CHURN_SECONDS:-300}
 BENCH_CHURN_RATE=${BENCH_CHURN_RATE:-auto}	# jobs/s; auto: half the measured maximum
 BENCH_CHURN_CLIENTS=${BENCH_CHURN_CLIENTS:-4}
 BENCH_SAMPLE=${BENCH_SAMPLE:-5}			# seconds between churn samples
 BENCH_INSTALL=${BENCH_INSTALL:-1}		# 0: use the installed extension as is
 # The churn run is shortened so that the whole run ends within this many
 # minutes (it runs last); 0: no limit.
-BENCH_BUDGET_MIN=${BENCH_BUDGET_MIN:-45}
+BENCH_BUDGET_MIN=${BENCH_BUDGET_MIN:-65}
 BENCH_T0=$(date +%s)
 BENCH_LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 
@@ -321,7 +325,7 @@ export_results() {
 		echo "background worker: $(have_worker && echo running || echo absent or off)"
 		echo "load average (1, 5, 15 min) at the start: $BENCH_LOAD0, at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 		echo "wall time of the parts: ${PART_TIMES%, }"
-		echo "parameters: BENCH_SECONDS=$BENCH_SECONDS BENCH_ROUNDS=$BENCH_ROUNDS BENCH_CLIENTS='$BENCH_CLIENTS'" \
+		echo "parameters: BENCH_QUICK=${BENCH_QUICK:-0} BENCH_SECONDS=$BENCH_SECONDS BENCH_ROUNDS=$BENCH_ROUNDS BENCH_CLIENTS='$BENCH_CLIENTS'" \
 			"BENCH_GROWTH_SIZES='$BENCH_GROWTH_SIZES' BENCH_GROWTH_FINISHED=$BENCH_GROWTH_FINISHED" \
 			"BENCH_LAT_CLAIMS=$BENCH_LAT_CLAIMS BENCH_REAP_SIZES='$BENCH_REAP_SIZES'" \
 			"BENCH_FLOW_TOTAL=$BENCH_FLOW_TOTAL BENCH_CHURN_SECONDS=$BENCH_CHURN_SECONDS" \
@@ -439,6 +443,20 @@ summary_md() {
 		cat "$RES/peers.txt"
 		echo '```'
 	fi
+	if [[ " $BENCH_RAN " == *" wal "* && -s $RES/wal.txt ]]; then
+		echo
+		echo "## table work per job against the 1.2 baseline (wal.txt)"
+		echo
+		echo '```'
+		cat "$RES/wal.txt"
+		echo '```'
+	fi
+	if [[ " $BENCH_RAN " == *" clients "* && -s $RES/clients.txt ]]; then
+		echo
+		echo "## client libraries against the pgbench ceiling (clients.txt)"
+		echo
+		cat "$RES/clients.txt"
+	fi
 }
 
 # Data files for gnuplot (one per line in a plot) and the plots themselves.
@@ -492,7 +510,13 @@ cleanup() {
 
 # Install, start the cluster, run the parts named in $1 (in the order of
 # BENCH_PARTS), write the results, stop.
-BENCH_PARTS="throughput roundtrip diag naive growth reap bloat peers churn"
+BENCH_PARTS="throughput roundtrip diag naive growth reap bloat peers wal clients churn"
+# The parts that are scripts with clusters of their own (bench/wal.sh: the
+# 1.2 baseline's and this tree's; bench/clients.sh: one for the client
+# libraries): run.sh runs them as they run alone, in a child process, with
+# the settings of the run (part_external); the cluster of the other parts
+# stays idle meanwhile.
+BENCH_EXTERNAL_PARTS="wal clients"
 # The files in $RES each part writes; a run replaces those of its parts
 # only.
 declare -A BENCH_PART_FILES=(
@@ -504,6 +528,8 @@ declare -A BENCH_PART_FILES=(
 	[bloat]="bloat.csv"
 	[roundtrip]="roundtrip.csv roundtrip.txt"
 	[churn]="churn.csv churn.png churn_settings.txt"
+	[wal]="wal.txt wal.csv wal_records.txt wal_history.csv wal_rates.csv wal_size.csv wal_explain.txt"
+	[clients]="clients.csv clients.txt"
 	[peers]="$([ "${BENCH_PEERS_SEARCH:-0}" = 1 ] && echo "peers_search.csv peers_search.txt" ||
 		echo "peers.csv peers.txt peers_wal.csv peers.png peers_statements.txt peers_perf.txt")"
 )
@@ -519,6 +545,57 @@ bench_run_file() {
 		echo "$RES/$base.$(tr ' ' '-' <<<"$BENCH_RAN").$ext"
 	fi
 }
+
+# Part wal or clients: its script, as a child process, writing to $RES, the
+# extension installed already (BENCH_INSTALL=0); with BENCH_PORT set, ports
+# next to it (wal: BENCH_PORT+1.. and +11.., clients: +21..), else each
+# script's own defaults.
+part_external() {
+	local part=$1 env=(BENCH_RESULTS="$RES" BENCH_INSTALL=0 PG_CONFIG="$PG_CONFIG")
+	case $part in
+	wal)
+		# the old side: PG_CONFIG_OLD as it is (BENCH_INSTALL_OLD=1 builds
+		# the baseline into it), or a copy of PG_CONFIG's installation
+		# with the baseline built into it (bench/regression.sh,
+		# rg_old_installation)
+		env+=(BENCH_INSTALL_OLD="${BENCH_INSTALL_OLD:-0}")
+		[ -z "${BENCH_PORT:-}" ] || env+=(BENCH_WAL_PORT_OLD=$((PORT + 1)) BENCH_WAL_PORT_OLD_MAX=$((PORT + 9))
+			BENCH_WAL_PORT_NEW=$((PORT + 11)) BENCH_WAL_PORT_NEW_MAX=$((PORT + 19)))
+		env "${env[@]}" bash "$BENCH_DIR/wal.sh"
+		;;
+	clients)
+		if [ -n "${BENCH_PORT:-}" ]; then
+			env+=(BENCH_PORT="$(jq_free_port $((PORT + 21)) $((PORT + 29)))")
+			env "${env[@]}" bash "$BENCH_DIR/clients.sh"
+		else
+			env -u BENCH_PORT "${env[@]}" bash "$BENCH_DIR/clients.sh"
+		fi
+		;;
+	esac
+}
+
+# Before anything runs: can the parts that need more than this tree run?
+bench_preflight() {
+	local ref=${BENCH_OLD_REF:-df97d69}
+	case " $BENCH_RAN " in
+	*" wal "*)
+		if [ -n "${PG_CONFIG_OLD:-}" ]; then
+			[ -x "$PG_CONFIG_OLD" ] || { echo "PG_CONFIG_OLD=$PG_CONFIG_OLD: not an executable pg_config" >&2; exit 1; }
+			[ "${BENCH_INSTALL_OLD:-0}" = 1 ] || [ -f "$("$PG_CONFIG_OLD" --sharedir)/extension/jobqueue.control" ] || {
+				echo "PG_CONFIG_OLD=$PG_CONFIG_OLD: no jobqueue installed there; part wal compares with $ref built" \
+					"into it (BENCH_INSTALL_OLD=1 builds it), or leave PG_CONFIG_OLD unset to have a copy of" \
+					"PG_CONFIG's installation made for it" >&2
+				exit 1
+			}
+		elif ! git -C "$JQ_ROOT" rev-parse --verify -q "$ref^{commit}" >/dev/null; then
+			echo "part wal: $ref (BENCH_OLD_REF) is not in this repository, and PG_CONFIG_OLD, an installation" \
+				"with it built, is not given" >&2
+			exit 1
+		fi
+		;;
+	esac
+}
+
 bench_main() {
 	local only=" $1 " part t
 	# the parts that run, in their order
@@ -527,6 +604,13 @@ bench_main() {
 		case $only in *" $part "*) BENCH_RAN+="$part " ;; esac
 	done
 	BENCH_RAN=${BENCH_RAN% }
+	for part in $1; do
+		case " $BENCH_PARTS " in
+		*" $part "*) ;;
+		*) echo "no such part: $part (parts: $BENCH_PARTS)" >&2; exit 1 ;;
+		esac
+	done
+	bench_preflight
 	jq_install_packages gnuplot-nox
 	if [ "$BENCH_INSTALL" = 1 ]; then
 		local dir
@@ -551,13 +635,18 @@ bench_main() {
 		*" $part "*)
 			t=$(date +%s)
 			echo "$part" >"$WORK/part"
-			"part_$part"
+			case " $BENCH_EXTERNAL_PARTS " in
+			*" $part "*) part_external "$part" ;;
+			*) "part_$part" ;;
+			esac
 			PART_TIMES+="$part $(($(date +%s) - t))s, "
 			;;
 		esac
 	done
 	kill "$LOAD_PID" 2>/dev/null || true
 	export_results
+	# the targets of issues 14 and 15 from the results in $RES
+	bash "$BENCH_DIR/targets.sh"
 }
 
 # The end of bench/<part>.sh: run that part alone when the file is run,

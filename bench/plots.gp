@@ -117,3 +117,27 @@ if (nonempty("churn")) {
 		 f("churn") using 1:9 axes x1y2 with lines title "n_live_tup"
 	unset multiplot
 }
+
+# The targets of issues 14 and 15 (bench/targets.sh, not run.sh's plots):
+# the margin of each measured target, ratio / threshold ("at most" targets:
+# threshold / ratio), so that 1.0 and above is met.
+if (nonempty("targets")) {
+	set output out . "/targets.png"
+	set terminal pngcairo noenhanced size 1400,650 font "sans,9"
+	set title "targets of issues 14 and 15: ratio / threshold (for \"at most\" targets threshold / ratio); 1.0 and above: met"
+	unset logscale
+	unset multiplot
+	set style fill solid 0.6 border -1
+	set boxwidth 0.7
+	set yrange [0:*]
+	set offsets 0.5, 0.5, 0, 0
+	set xlabel ""
+	set ylabel "margin"
+	set xtics rotate by -40 left nomirror
+	set rmargin 12
+	set bmargin 10
+	set key top right
+	plot f("targets") using 1:3:($4 > 0 ? 0x4477aa : 0xcc6677):xtic(2) with boxes lc rgb variable notitle, \
+		 1.0 with lines lc rgb "red" dt 2 lw 2 title "1.0: the threshold", \
+		 f("targets") using 1:3:(sprintf("%.2f", $3)) with labels offset 0,0.8 notitle
+}

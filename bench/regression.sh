@@ -8,7 +8,9 @@
 # with PG_CONFIG, "old" runs the release BENCH_OLD_REF (git ref, default
 # d51139e, release 1.1) built from `git archive` with PG_CONFIG_OLD (a
 # separate PostgreSQL installation: both releases install the same
-# library name).  The workloads are the worker's plain path, on a queue
+# library name; without PG_CONFIG_OLD, a copy of PG_CONFIG's installation
+# is made in bench/work-pg-<ref> for it, BENCH_OLD_PREFIX to put it
+# elsewhere: see rg_old_installation).  The workloads are the worker's plain path, on a queue
 # without any of the options of 1.2:
 #
 #   claim1:  jq_claim of 1 job, then jq_complete (two transactions)
@@ -26,11 +28,13 @@
 # Environment: BENCH_SECONDS (per run, default 5), BENCH_ROUNDS (3),
 # BENCH_REGRESSION_CLIENTS ("1 2"), BENCH_SYNC_REGRESSION (off),
 # BENCH_INSTALL (1: build and install both; 0: use what is installed),
+# BENCH_INSTALL_OLD (default BENCH_INSTALL; 0: the old side is installed),
 # BENCH_KEEP=1 keeps the clusters running at the end.
 [ -n "${BENCH_LIB:-}" ] || source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 BENCH_OLD_REF=${BENCH_OLD_REF:-d51139e}
 PG_CONFIG_OLD=${PG_CONFIG_OLD:-}
+BENCH_INSTALL_OLD=${BENCH_INSTALL_OLD:-$BENCH_INSTALL}
 BENCH_SECONDS_RG=${BENCH_SECONDS_RG:-5}
 BENCH_REGRESSION_CLIENTS=${BENCH_REGRESSION_CLIENTS:-1 2}
 BENCH_REGRESSION_N=${BENCH_REGRESSION_N:-100}
@@ -48,8 +52,8 @@ use_side() {
 	JQ_PGDATA=${SIDE_DATA[$1]}
 }
 
-# Build release BENCH_OLD_REF into PG_CONFIG_OLD, this tree into PG_CONFIG.
-rg_install() {
+# Build release BENCH_OLD_REF into PG_CONFIG_OLD.
+rg_install_old() {
 	local dir
 	dir=$(mktemp -d "${TMPDIR:-/tmp}/jobqueue-old.XXXXXX")
 	git -C "$JQ_ROOT" archive "$BENCH_OLD_REF" | tar -x -C "$dir"
@@ -58,9 +62,81 @@ rg_install() {
 	as_pguser make -C "$dir" -s PG_CONFIG="$PG_CONFIG_OLD" >/dev/null
 	make -C "$dir" -s PG_CONFIG="$PG_CONFIG_OLD" install >/dev/null
 	rm -rf "$dir"
-	dir=$(jq_workdir regression)
-	jq_build_install "$dir"
-	rm -rf "$dir"
+}
+
+# Build release BENCH_OLD_REF into PG_CONFIG_OLD (BENCH_INSTALL_OLD=1),
+# this tree into PG_CONFIG (BENCH_INSTALL=1).
+rg_install() {
+	local dir
+	if [ "$BENCH_INSTALL_OLD" = 1 ]; then
+		rg_install_old
+	fi
+	if [ "$BENCH_INSTALL" = 1 ]; then
+		dir=$(jq_workdir regression)
+		jq_build_install "$dir"
+		rm -rf "$dir"
+	fi
+}
+
+# PG_CONFIG_OLD when it is not given: both releases install the same
+# library name, so the old one needs a PostgreSQL installation of its own.
+# Make one: a copy of PG_CONFIG's installation (binaries, libraries, share
+# and include directories, keeping their relative layout, which PostgreSQL
+# finds its files by) in BENCH_OLD_PREFIX (bench/work-pg-<ref>, git-ignored),
+# with release BENCH_OLD_REF built into it.  A copy that already has that
+# commit installed (the stamp file) is used again as it is.  Sets
+# PG_CONFIG_OLD, and BENCH_INSTALL_OLD=0 (built here).
+rg_old_installation() {
+	[ -z "${PG_CONFIG_OLD:-}" ] || return 0
+	local prefix=${BENCH_OLD_PREFIX:-$BENCH_DIR/work-pg-$BENCH_OLD_REF} commit bindir sharedir incdir libdir
+	local root d stamp
+	commit=$(git -C "$JQ_ROOT" rev-parse --verify -q "$BENCH_OLD_REF^{commit}") ||
+		{ echo "BENCH_OLD_REF=$BENCH_OLD_REF is not a commit of $JQ_ROOT; set PG_CONFIG_OLD to an installation with it" >&2; exit 1; }
+	bindir=$("$PG_CONFIG" --bindir)
+	sharedir=$("$PG_CONFIG" --sharedir)
+	incdir=$("$PG_CONFIG" --pkgincludedir)
+	libdir=$("$PG_CONFIG" --pkglibdir)
+	# the deepest directory holding them all
+	under() { case $2/ in "$1"/*) return 0 ;; esac; return 1; }
+	root=$bindir
+	while [ "$root" != / ]; do
+		root=$(dirname "$root")
+		under "$root" "$sharedir" && under "$root" "$incdir" && under "$root" "$libdir" && break
+	done
+	stamp="$commit $bindir"
+	PG_CONFIG_OLD=$prefix/${bindir#"$root"/}/pg_config
+	if [ "$(cat "$prefix/jobqueue-stamp" 2>/dev/null)" = "$stamp" ] && [ -x "$PG_CONFIG_OLD" ]; then
+		log "old side: $BENCH_OLD_REF already built in $prefix"
+	else
+		log "old side: a copy of the installation of $PG_CONFIG in $prefix, for $BENCH_OLD_REF"
+		[ "$root" != / ] || { echo "cannot copy the installation of $PG_CONFIG (no common directory); set PG_CONFIG_OLD" >&2; exit 1; }
+		rm -rf "$prefix"
+		# bindir/..: the Debian layout keeps bin/ and lib/ (pkglibdir, pgxs) there
+		d=$(dirname "$bindir")
+		[ "$d" != "$root" ] || d=$bindir
+		for d in "$d" "$libdir" "$sharedir" "$incdir"; do
+			[ -e "$prefix/${d#"$root"/}" ] && continue
+			mkdir -p "$prefix/$(dirname "${d#"$root"/}")"
+			cp -a "$d" "$prefix/${d#"$root"/}"
+		done
+		rm -f "$prefix/${libdir#"$root"/}"/jobqueue.so "$prefix/${sharedir#"$root"/}"/extension/jobqueue*
+		if [ "$("$PG_CONFIG_OLD" --pkglibdir 2>/dev/null)" != "$prefix/${libdir#"$root"/}" ]; then
+			echo "the copy of the installation of $PG_CONFIG in $prefix does not find its own files;" \
+				"set PG_CONFIG_OLD to a separate installation of PostgreSQL 15 (for $BENCH_OLD_REF)" >&2
+			exit 1
+		fi
+		rg_install_old
+		echo "$stamp" >"$prefix/jobqueue-stamp"
+	fi
+	BENCH_INSTALL_OLD=0
+	export PG_CONFIG_OLD
+}
+
+# Is there a jobqueue in the installation of PG_CONFIG_OLD (or will there be)?
+rg_check_old() {
+	[ -x "$PG_CONFIG_OLD" ] || { echo "PG_CONFIG_OLD=$PG_CONFIG_OLD: not an executable pg_config" >&2; exit 1; }
+	[ "$BENCH_INSTALL_OLD" = 1 ] || [ -f "$("$PG_CONFIG_OLD" --sharedir)/extension/jobqueue.control" ] ||
+		{ echo "PG_CONFIG_OLD=$PG_CONFIG_OLD: no jobqueue installed there (BENCH_INSTALL_OLD=1 builds $BENCH_OLD_REF into it)" >&2; exit 1; }
 }
 
 # A cluster for side $1 with the settings of the throughput benchmark
@@ -201,11 +277,13 @@ part_regression() {
 }
 
 regression_main() {
-	[ -n "$PG_CONFIG_OLD" ] || { echo "PG_CONFIG_OLD: the pg_config of the installation for release $BENCH_OLD_REF" >&2; exit 1; }
 	jq_install_packages
+	# without PG_CONFIG_OLD, an installation of its own for the old side
+	rg_old_installation
+	rg_check_old
 	local bin_new=$PG_BINDIR bin_old
 	bin_old=$("$PG_CONFIG_OLD" --bindir)
-	[ "$BENCH_INSTALL" = 1 ] && rg_install
+	rg_install
 	mkdir -p "$RES"
 	trap rg_cleanup EXIT
 	rg_start old "$bin_old" "$(jq_free_port 55440 55449)"

@@ -44,7 +44,10 @@
 # (per run), BENCH_ROUNDS (at least 3 for a median), BENCH_RT_CLIENTS
 # ("1 2 4"), BENCH_RT_BATCHES ("1 100"), BENCH_SYNC ("off on"),
 # BENCH_RT_STATEMENTS (1: measure one against two statements; 0: skip),
-# BENCH_RT_NET (the proxy's delays; empty: no network runs).
+# BENCH_RT_NET (the proxy's delays; empty: no network runs),
+# BENCH_RT_PRELOAD_1 and BENCH_RT_PRELOAD_100 (pending jobs before a run of
+# batches of 1 and 100: 60,000 and 400,000, doubled when a run drains
+# them).  BENCH_QUICK=1: 1 client, smaller preloads (lib.sh).
 [ -n "${BENCH_LIB:-}" ] || source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 BENCH_RT_CLIENTS=${BENCH_RT_CLIENTS:-1 2 4}
@@ -189,8 +192,8 @@ part_roundtrip() {
 	local load0 sync n c
 	load0=$(cut -d' ' -f1-3 /proc/loadavg)
 	log "roundtrip: ${BENCH_SECONDS}s per run, $BENCH_ROUNDS rounds, batches $BENCH_RT_BATCHES, clients $BENCH_RT_CLIENTS, synchronous_commit $BENCH_SYNC; load $load0"
-	RT_PRELOAD[1]=60000
-	RT_PRELOAD[100]=400000
+	RT_PRELOAD[1]=${BENCH_RT_PRELOAD_1:-60000}
+	RT_PRELOAD[100]=${BENCH_RT_PRELOAD_100:-400000}
 	r "CREATE TABLE IF NOT EXISTS roundtrip_runs (sync_commit text, batch int, clients int,
 			impl text, round int, jobs bigint, seconds float8, jobs_per_s float8,
 			server_cpu_s float8, turns bigint, load1 text, link text)" >/dev/null

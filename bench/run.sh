@@ -3,8 +3,8 @@
 # hand-written SQL, with pgbench custom scripts.
 #
 # Usage (as root, or with sudo, on Debian bookworm):
-#     sudo bench/run.sh                    full run (about 45 minutes)
-#     sudo BENCH_QUICK=1 bench/run.sh      small sizes, short runs (a few minutes)
+#     sudo bench/run.sh                    full run (about 60 minutes)
+#     sudo BENCH_QUICK=1 bench/run.sh      small sizes, short runs (about 8 minutes)
 #     sudo BENCH_ONLY="throughput naive" bench/run.sh    some parts only
 #     sudo bench/naive.sh                  one part alone (any part below)
 #
@@ -35,7 +35,25 @@
 #               same backlog of 100,000 no-op jobs, rounds alternating; WAL
 #               bytes per job; where jobqueue's server time goes
 #               (bench/peers.sh; needs Node.js, npm and the npm registry)
+#   wal         bench/wal.sh, on two clusters of its own: this tree against
+#               the 1.2 baseline (BENCH_OLD_REF, df97d69): WAL per job,
+#               claim latency beside a finished history, enqueue, claim,
+#               reap and purge rates, size with purging.  The baseline's
+#               installation is PG_CONFIG_OLD; without it, a copy of
+#               PG_CONFIG's installation in bench/work-pg-df97d69 with the
+#               baseline built into it (made once, then used again)
+#   clients     bench/clients.sh, on a cluster of its own: the workers of
+#               the Python, Node.js and Go clients against pgbench running
+#               the same SQL (needs Go, Node.js, npm and the npm registry)
 #   churn       steady-rate enqueue+claim+complete, sampled over time
+#
+# Then bench/targets.sh: every target of issues 14 and 15, the ratio
+# measured and met or not, from the results files: targets.csv, targets.md,
+# targets.png (runs alone on a results directory, too).
+#
+# Ports: the cluster of the parts listens on BENCH_PORT (55432); wal's two
+# on the first free ports from BENCH_PORT+1 and BENCH_PORT+11, clients' from
+# BENCH_PORT+21 (without BENCH_PORT: the scripts' own, 55581, 55591, 57500).
 #
 # Each part replaces only its own files in bench/results/ (the list is
 # BENCH_PART_FILES in lib.sh); environment.txt, loadavg.csv and summary.md
@@ -43,7 +61,10 @@
 # parts' names added (environment.peers.txt).
 source "$(dirname "$0")/lib.sh"
 for part in $BENCH_PARTS; do
-	source "$BENCH_DIR/$part.sh"
+	case " $BENCH_EXTERNAL_PARTS " in
+	*" $part "*) ;;	# run as scripts of their own (part_external in lib.sh)
+	*) source "$BENCH_DIR/$part.sh" ;;
+	esac
 done
 
 bench_main "${BENCH_ONLY:-$BENCH_PARTS}"

@@ -44,6 +44,13 @@
 # wal_size.csv, wal_explain.txt.  BENCH_KEEP=1 keeps the clusters.
 BENCH_OLD_REF=${BENCH_OLD_REF:-df97d69}
 [ -n "${BENCH_LIB:-}" ] || source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# Quick mode (BENCH_QUICK=1): every part, small and short.
+if [ "${BENCH_QUICK:-0}" = 1 ]; then
+	: "${BENCH_WAL_JOBS:=2000}" "${BENCH_HIST_FINISHED:=100000}" "${BENCH_HIST_CLAIMS:=200}"
+	: "${BENCH_WAL_REAP:=10000}" "${BENCH_SECONDS_RG:=2}" "${BENCH_WAL_SETTLE:=5}"
+	: "${BENCH_WAL_FLOW_FIRST:=10000}" "${BENCH_WAL_FLOW_TOTAL:=100000}"
+	: "${BENCH_WAL_PRELOAD_1:=20000}" "${BENCH_WAL_PRELOAD_100:=150000}"
+fi
 source "$BENCH_DIR/regression.sh"
 
 BENCH_WAL_PARTS=${BENCH_WAL_PARTS:-wal history rates size}
@@ -54,6 +61,9 @@ BENCH_WAL_REAP=${BENCH_WAL_REAP:-100000}
 BENCH_SECONDS_RG=${BENCH_SECONDS_RG:-5}
 BENCH_WAL_FLOW_FIRST=${BENCH_WAL_FLOW_FIRST:-100000}
 BENCH_WAL_FLOW_TOTAL=${BENCH_WAL_FLOW_TOTAL:-1000000}
+BENCH_WAL_SETTLE=${BENCH_WAL_SETTLE:-15}	# seconds before the last size snapshot
+BENCH_WAL_PRELOAD_1=${BENCH_WAL_PRELOAD_1:-60000}	# pending jobs before a run of claim1
+BENCH_WAL_PRELOAD_100=${BENCH_WAL_PRELOAD_100:-400000}	# and of claim100
 
 lsn() { q "SELECT pg_current_wal_insert_lsn()"; }
 lsn_diff() { q "SELECT pg_wal_lsn_diff('$1', '$2')"; }
@@ -256,8 +266,8 @@ rate_run() {
 	case $wl in
 	enqueue1) script=ext_enqueue1.sql n=1 preload=0 ;;
 	enqueue100) script=ext_enqueueN.sql n=100 preload=0 ;;
-	claim1) script=ext_claim1.sql n=1 preload=60000 ;;
-	claim100) script=ext_claimN.sql n=100 preload=400000 ;;
+	claim1) script=ext_claim1.sql n=1 preload=$BENCH_WAL_PRELOAD_1 ;;
+	claim100) script=ext_claimN.sql n=100 preload=$BENCH_WAL_PRELOAD_100 ;;
 	esac
 	NO_CHECKPOINT=1 reset_jobs "$preload"
 	q "CHECKPOINT" >/dev/null
@@ -368,8 +378,8 @@ size_run() {
 	pgb_checked 'actually processed' off -c 4 -j 4 -t $(((BENCH_WAL_FLOW_TOTAL - BENCH_WAL_FLOW_FIRST) / 400)) \
 		-f "$BENCH_DIR/pgbench/ext_flow.sql" -D q=bench -D n=100 -D owner=w >/dev/null || exit 1
 	size_snapshot "$label" "$BENCH_WAL_FLOW_TOTAL" "right after"
-	sleep 15
-	size_snapshot "$label" "$BENCH_WAL_FLOW_TOTAL" "15 s later"
+	sleep "$BENCH_WAL_SETTLE"
+	size_snapshot "$label" "$BENCH_WAL_FLOW_TOTAL" "$BENCH_WAL_SETTLE s later"
 	wal_settings "$side"
 	q "SELECT jobqueue.jq_alter_queue('bench', retention => '7 days')" >/dev/null
 }
@@ -385,22 +395,24 @@ part_size() {
 size_summary() {
 	echo "Size (table + indexes) after $BENCH_WAL_FLOW_TOTAL jobs / after $BENCH_WAL_FLOW_FIRST, the worker purging:"
 	awk -F, 'NR > 1 && $3 == "right after" { if (!($1 in first)) first[$1] = $6; else last[$1] = $6; if (!($1 in seen)) { seen[$1] = 1; order[++n] = $1 } }
-		NR > 1 && $3 == "15 s later" { later[$1] = $6 }
+		NR > 1 && $3 ~ / s later$/ { later[$1] = $6; settle = $3 }
 		END {
 			for (i = 1; i <= n; i++) {
 				s = order[i]
-				printf "  %-20s %7.1f MB -> %7.1f MB (%.2fx); 15 s later %7.1f MB (%.2fx)\n", s, first[s] / 1048576, last[s] / 1048576,
-					last[s] / first[s], later[s] / 1048576, later[s] / first[s]
+				printf "  %-20s %7.1f MB -> %7.1f MB (%.2fx); %s %7.1f MB (%.2fx)\n", s, first[s] / 1048576, last[s] / 1048576,
+					last[s] / first[s], settle, later[s] / 1048576, later[s] / first[s]
 			}
 		}' "$RES/wal_size.csv"
 }
 
 wal_main() {
-	[ -n "$PG_CONFIG_OLD" ] || { echo "PG_CONFIG_OLD: the pg_config of the installation for $BENCH_OLD_REF" >&2; exit 1; }
 	jq_install_packages
+	# without PG_CONFIG_OLD, an installation of its own for the old side
+	rg_old_installation
+	rg_check_old
 	local bin_new=$PG_BINDIR bin_old part
 	bin_old=$("$PG_CONFIG_OLD" --bindir)
-	[ "$BENCH_INSTALL" = 1 ] && rg_install
+	rg_install
 	mkdir -p "$RES"
 	trap rg_cleanup EXIT
 	rg_start old "$bin_old" "$(jq_free_port "${BENCH_WAL_PORT_OLD:-55581}" "${BENCH_WAL_PORT_OLD_MAX:-55589}")"

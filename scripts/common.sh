@@ -59,7 +59,7 @@ jq_workdir() {
 	dir=$(mktemp -d "${TMPDIR:-/tmp}/jobqueue-$1.XXXXXX")
 	tar -C "$JQ_ROOT" --exclude=.git --exclude='*.o' --exclude='*.so' \
 		--exclude=tmp_check --exclude='tmp_check_*' --exclude=results \
-		--exclude=demo/work --exclude=bench/work --exclude=node_modules -cf - . | tar -C "$dir" -xf -
+		--exclude=demo/work --exclude=bench/work --exclude='bench/work-*' --exclude=node_modules -cf - . | tar -C "$dir" -xf -
 	if [ "$(id -u)" -eq 0 ]; then
 		chown -R "$JQ_PGUSER" "$dir"
 		chmod 755 "$dir"
