@@ -38,7 +38,7 @@
 #   14.6  nothing slower than 1.2: enqueue 1 and 100, reap, purge (and
 #         claim 1 and 100) >= 1.0x the baseline: wal_rates.csv
 #   15    Node.js client >= 1.5x pg-boss and graphile-worker: peers.csv
-#         (jqnode); workers against the pgbench ceiling, Go >= 0.8, Node.js
+#         (jqnode, history kept; jqnode0, retention 0); workers against the pgbench ceiling, Go >= 0.8, Node.js
 #         >= 0.6, Python >= 0.4: clients.csv
 set -euo pipefail
 
@@ -109,28 +109,45 @@ t1() {
 }
 
 # ---- 14.2: one round trip per turn ---------------------------------------
+# On the local socket (every synchronous_commit/clients measured, the worst),
+# then over each network link of bench/netdelay (1 client, the link's own
+# row: the round trip it saves is what the function is for).
 t2() {
-	local f=roundtrip.csv n thr key list worst r c h
+	local f=roundtrip.csv n thr key list worst r c h link local per target
 	for n in 1 100; do
 		thr=$([ $n = 1 ] && echo 1.6 || echo 1.2)
-		local per="$n jobs" target
+		per="$n jobs"
 		[ "$n" != 1 ] || per="1 job"
 		target="jq_complete_and_claim >= ${thr}x the hand-written two-statement loop, $per per call"
 		if ! have $f || [ -z "$(csv_values $f clients "\$c[\"batch\"] == $n && \$c[\"impl\"] == \"cac\"")" ]; then
 			notrun 14.2 "round trip, $n per call" "$target" ">=" "$thr" $f
 			continue
 		fi
+		# rows of the local socket (files without the link column have only those)
+		local="(!(\"link\" in c) || \$c[\"link\"] == \"local\")"
 		list='' worst=''
-		for key in $(awk -F, -v n=$n 'NR > 1 && $2 == n && $4 == "cac" && !s[$1 "/" $3]++ { print $1 "/" $3 }' "$RES/$f"); do
-			c=$(csv_median $f "\$c[\"batch\"] == $n && (\$c[\"sync_commit\"] \"/\" \$c[\"clients\"]) == \"$key\" && \$c[\"impl\"] == \"cac\"" jobs_per_s)
-			h=$(csv_median $f "\$c[\"batch\"] == $n && (\$c[\"sync_commit\"] \"/\" \$c[\"clients\"]) == \"$key\" && \$c[\"impl\"] == \"hand\"" jobs_per_s)
+		for key in $(awk -F, -v n=$n 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+				$2 == n && $4 == "cac" && (!("link" in c) || $c["link"] == "local") && !s[$1 "/" $3]++ { print $1 "/" $3 }' "$RES/$f"); do
+			c=$(csv_median $f "$local && \$c[\"batch\"] == $n && (\$c[\"sync_commit\"] \"/\" \$c[\"clients\"]) == \"$key\" && \$c[\"impl\"] == \"cac\"" jobs_per_s)
+			h=$(csv_median $f "$local && \$c[\"batch\"] == $n && (\$c[\"sync_commit\"] \"/\" \$c[\"clients\"]) == \"$key\" && \$c[\"impl\"] == \"hand\"" jobs_per_s)
 			r=$(div "$c" "$h")
 			[ -n "$r" ] || continue
 			list+="$key: $r, "
 			if [ -z "$worst" ] || awk -v a="$r" -v b="$worst" 'BEGIN { exit !(a < b) }'; then worst=$r; fi
 		done
 		row 14.2 "round trip, $n per call" "$target" \
-			"ratio of the median jobs/s by synchronous_commit/clients: ${list%, }; the worst" "$worst" ">=" "$thr" "$(src $f)"
+			"local socket: ratio of the median jobs/s by synchronous_commit/clients: ${list%, }; the worst" "$worst" ">=" "$thr" "$(src $f)"
+		while IFS= read -r link; do
+			[ -n "$link" ] || continue
+			c=$(csv_median $f "\$c[\"link\"] == \"$link\" && \$c[\"batch\"] == $n && \$c[\"impl\"] == \"cac\"" jobs_per_s)
+			h=$(csv_median $f "\$c[\"link\"] == \"$link\" && \$c[\"batch\"] == $n && \$c[\"impl\"] == \"hand\"" jobs_per_s)
+			r=$(div "$c" "$h")
+			[ -n "$r" ] || continue
+			row 14.2 "round trip, $n per call, $link" "$target" \
+				"over a network link (bench/netdelay, $link each way; round trip in roundtrip.txt), 1 client, synchronous_commit off: ratio of the median jobs/s" \
+				"$r" ">=" "$thr" "$(src $f)"
+		done < <(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+				("link" in c) && $c["link"] != "local" && !s[$c["link"]]++ { print $c["link"] }' "$RES/$f")
 	done
 }
 
@@ -144,7 +161,7 @@ peers_rows() {
 		what=$label
 		a_name=$(peer_name "$a") b_name=$(peer_name "$b")
 		local target="batched drain of no-op jobs: $a_name / $b_name >= ${thr}x"
-		[ "$issue" = 15 ] && target="the Node.js client's worker / $b_name, draining no-op jobs, >= ${thr}x"
+		[ "$issue" = 15 ] && target="$a_name / $b_name, draining no-op jobs, >= ${thr}x"
 		if ! have $f; then
 			notrun "$issue" "$what" "$target" ">=" "$thr" $f
 			continue
@@ -167,6 +184,8 @@ peers_rows() {
 		14.3|ext0|graphile|2.5|drain, ret. 0 / graphile
 		15|jqnode|pgboss|1.5|Node client / pg-boss
 		15|jqnode|graphile|1.5|Node client / graphile
+		15|jqnode0|pgboss|1.5|Node client, ret. 0 / pg-boss
+		15|jqnode0|graphile|1.5|Node client, ret. 0 / graphile
 	EOF
 }
 peer_name() {
@@ -176,7 +195,8 @@ peer_name() {
 	hand) echo "the minimal hand-written table" ;;
 	pgboss) echo pg-boss ;;
 	graphile) echo graphile-worker ;;
-	jqnode) echo "the Node.js client" ;;
+	jqnode) echo "the Node.js client (history kept)" ;;
+	jqnode0) echo "the Node.js client on a queue with retention 0 (no history, as graphile-worker)" ;;
 	esac
 }
 
