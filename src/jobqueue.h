@@ -376,7 +376,9 @@ typedef struct JqDatabaseEntry
 	int			worker;			/* pool slot serving it, or -1 */
 	TimestampTz next_visit;		/* due for a worker from then on */
 	TimestampTz hold_until;		/* DDL on the database: no worker before */
-	bool		stop_requested; /* its worker must leave at once */
+	bool		stop_requested; /* DDL on the database: its worker must leave */
+	bool		unwanted;		/* not to be served now (not listed, or the
+								 * pool is off): its worker must leave */
 	bool		unserved;		/* due, but no background worker could start */
 	TimestampTz started_at;		/* start of the current or last visit */
 	TimestampTz last_tick;		/* start of the last complete pass */

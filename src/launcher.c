@@ -223,13 +223,19 @@ jq_launcher_sync_registry(List *databases)
 	{
 		JqDatabaseEntry *entry = &jq_shared->entries[i];
 
-		if (entry->dboid == InvalidOid || jq_launcher_wants(databases, entry->dboid))
+		if (entry->dboid == InvalidOid)
 			continue;
+		if (jq_launcher_wants(databases, entry->dboid))
+		{
+			/* wanted again (the pool back on): served as before */
+			entry->unwanted = false;
+			continue;
+		}
 		if (entry->worker >= 0)
 		{
 			JqPoolSlot *slot = &jq_shared->workers[entry->worker];
 
-			entry->stop_requested = true;
+			entry->unwanted = true;
 			if (slot->latch != NULL)
 				to_wake = lappend(to_wake, slot->latch);
 		}
@@ -399,7 +405,8 @@ jq_launcher_schedule(List *databases, TimestampTz now)
 			TimestampTz due;
 
 			if (entry->dboid == InvalidOid || entry->worker >= 0 ||
-				entry->extension == JQ_EXT_ABSENT || entry->stop_requested)
+				entry->extension == JQ_EXT_ABSENT || entry->stop_requested ||
+				entry->unwanted)
 				continue;
 			due = jq_entry_due(entry);
 			if (due > now)

@@ -35,8 +35,8 @@
  *	  only wake a process that ignores it).
  *
  * Who writes what:
- *	  entries: the launcher allocates and frees them and sets next_visit
- *		when it starts a worker; the DDL hook sets extension,
+ *	  entries: the launcher allocates and frees them, sets next_visit
+ *		when it starts a worker, and sets unwanted; the DDL hook sets extension,
  *		stop_requested and hold_until (and may allocate an entry); the
  *		worker sets extension, next_visit, the task statistics and the
  *		ticks.
@@ -167,6 +167,7 @@ jq_entry_get(Oid dboid)
 			entry->next_visit = 0;
 			entry->hold_until = 0;
 			entry->stop_requested = false;
+			entry->unwanted = false;
 			entry->unserved = false;
 			entry->started_at = 0;
 			entry->last_tick = 0;

@@ -388,7 +388,7 @@ jq_worker_attach(int w, Oid dboid)
 		JqDatabaseEntry *entry = &jq_shared->entries[slot->entry];
 
 		if (entry->dboid == dboid && !entry->stop_requested &&
-			entry->hold_until <= GetCurrentTimestamp())
+			!entry->unwanted && entry->hold_until <= GetCurrentTimestamp())
 		{
 			LWLockAcquire(slot->marks_lock, LW_EXCLUSIVE);
 			slot->pid = MyProcPid;
@@ -419,7 +419,7 @@ jq_worker_check_stop(void)
 		ProcessConfigFile(PGC_SIGHUP);
 	}
 	LWLockAcquire(jq_shared->lock, LW_SHARED);
-	stop = worker_entry->stop_requested;
+	stop = worker_entry->stop_requested || worker_entry->unwanted;
 	LWLockRelease(jq_shared->lock);
 	if (stop || !jq_worker_enabled)
 		jq_worker_leave(JQ_EXT_PRESENT, GetCurrentTimestamp());

@@ -129,6 +129,19 @@ $n = wait_for_notification('plain', 30);
 ok(defined $n, 'without the worker the enqueue still notifies');
 is($n->[1], $producer_pid, 'from the producer itself');
 
+# on again: the worker comes back to the database it left when the pool was
+# turned off (it once stayed away for good) and reaps an expired lease
+$node->safe_psql('postgres', q{
+SELECT jobqueue.jq_create_queue('back', lease_duration => '1 second');
+SELECT jobqueue.jq_enqueue('back', '{}');
+SELECT count(*) FROM jobqueue.jq_claim('back', 1, 'gone');
+ALTER SYSTEM SET jobqueue.worker_enabled = on;
+SELECT pg_reload_conf();
+});
+ok( $node->poll_query_until('postgres', q{
+SELECT status = 'pending' AND attempt_count = 1 FROM jobqueue.jobs WHERE queue_name = 'back'}),
+	'worker turned on again: it returns and reaps the expired lease');
+
 $producer->quit;
 $listener->quit;
 $node->stop;
