@@ -11,14 +11,17 @@ const { interval } = require('./client');
 const CHANNEL = 'jobqueue';
 
 // A claim returns its jobs as one JSON array of [id, payload, attempt,
-// token, lease_expires_at, seconds of lease left] (in the order of the
-// claim): one JSON.parse, instead of six type parsers and a row object per
-// job.  The lease left is measured against clock_timestamp(): the claim of
-// jq_complete_and_claim reads the clock after its completions.
+// token] (in the order of the claim): one JSON.parse, instead of type
+// parsers and a row object per job.  The lease comes once per claim: a claim
+// gives all its jobs the same end (one start, the queue's lease), so its end
+// and the seconds left (against clock_timestamp(): the claim of
+// jq_complete_and_claim reads the clock after its completions) are not
+// formatted and parsed again for every job; min() would take the earliest
+// were they ever to differ.
 const jobsJson = (call) =>
-  'SELECT pg_catalog.json_agg(pg_catalog.json_build_array(c.id, c.payload, c.attempt, c.token, ' +
-  "c.lease_expires_at, pg_catalog.date_part('epoch', " +
-  'c.lease_expires_at - pg_catalog.clock_timestamp())) ORDER BY c.n)::text AS jobs ' +
+  'SELECT pg_catalog.json_agg(pg_catalog.json_build_array(c.id, c.payload, c.attempt, c.token) ORDER BY c.n)::text AS jobs, ' +
+  'pg_catalog.min(c.lease_expires_at) AS expires, ' +
+  "pg_catalog.date_part('epoch', pg_catalog.min(c.lease_expires_at) - pg_catalog.clock_timestamp()) AS remaining " +
   `FROM ${call} WITH ORDINALITY AS c(id, payload, attempt, token, lease_expires_at, n)`;
 
 const SQL = {
@@ -62,7 +65,7 @@ class Job {
   }
 
   get leaseExpiresAt() {
-    if (typeof this._expires === 'string') this._expires = new Date(this._expires);
+    if (typeof this._expires === 'number') this._expires = new Date(this._expires);
     return this._expires;
   }
 
@@ -387,19 +390,20 @@ class Worker {
     const n = this._claimSize();
     if (n <= 0) return;
     const res = await this._conn.query(SQL.claim, [this.queue, n, this.owner]);
-    this._claimed(res.rows[0].jobs, n);
+    this._claimed(res.rows[0], n);
   }
 
-  /** Take the jobs of a claim of n (jq_claim or jq_complete_and_claim): the JSON text of jobsJson, or null when none came. */
-  _claimed(jobs, n) {
+  /** Take the jobs of a claim of n (jq_claim or jq_complete_and_claim): the row of jobsJson (jobs null when none came). */
+  _claimed({ jobs, expires, remaining }, n) {
     this._claimNow = false;
     const t = performance.now();
     this._nextPoll = t + this.pollInterval;
     const rows = jobs === null ? [] : JSON.parse(jobs);
-    for (const [id, payload, attempt, token, expires, remaining] of rows) {
-      const leaseMs = Math.max(1, remaining * 1000);
+    const leaseMs = Math.max(1, remaining * 1000);
+    const expiresMs = expires === null ? null : expires.getTime();
+    for (const [id, payload, attempt, token] of rows) {
       const st = {
-        job: new Job(this.queue, id, payload, attempt, token, expires),
+        job: new Job(this.queue, id, payload, attempt, token, expiresMs),
         deadline: t + leaseMs,
         nextHb: t + leaseMs * this.heartbeatFraction,
         started: false,
@@ -490,7 +494,7 @@ class Worker {
     }
     for (const { st } of results) this._held.delete(st.job.id);
     this.stats.completed += results.length;
-    this._claimed(res.rows[0].jobs, n);
+    this._claimed(res.rows[0], n);
   }
 
   /**
