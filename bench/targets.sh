@@ -396,7 +396,7 @@ quick=${BENCH_QUICK:-0}
 {
 	echo "# Targets of issues 14 and 15"
 	echo
-	echo "From the results in \`$RES\` by \`bench/targets.sh\`, $(date -u '+%Y-%m-%d %H:%M UTC');" \
+	echo "From the results in \`${RES#"$(dirname "$BENCH_DIR")/"}\` by \`bench/targets.sh\`, $(date -u '+%Y-%m-%d %H:%M UTC');" \
 		"$(grep -c . <<<"$(printf '%s\n' "${ROWS[@]}" | grep -v '|not run|')") of ${#ROWS[@]} targets measured," \
 		"$(printf '%s\n' "${ROWS[@]}" | grep -c '|yes|' || true) met."
 	echo "Ratios are of medians (each part's own runs, side by side in one run); the source file and its time are in the last column."
