@@ -36,10 +36,10 @@
  *
  * Who writes what:
  *	  entries: the launcher allocates and frees them, sets next_visit
- *		when it starts a worker, and sets unwanted; the DDL hook sets extension,
- *		stop_requested and hold_until (and may allocate an entry); the
- *		worker sets extension, next_visit, the task statistics and the
- *		ticks.
+ *		when it starts a worker, and sets unwanted; the DDL hook sets
+ *		extension, stop_requested and hold_until (and may allocate an
+ *		entry); the worker sets extension, next_visit, the task statistics
+ *		and the ticks.
  *	  pool slots: the launcher takes a slot for a database and registers
  *		its worker; the worker attaches (pid, latch, state) and frees the
  *		slot in its before_shmem_exit callback; the launcher frees the slot
