@@ -3,7 +3,7 @@
 # hand-written SQL, with pgbench custom scripts.
 #
 # Usage (as root, or with sudo, on Debian bookworm):
-#     sudo bench/run.sh                    full run (about 60 minutes)
+#     sudo bench/run.sh                    full run (about 50 minutes)
 #     sudo BENCH_QUICK=1 bench/run.sh      small sizes, short runs (about 8 minutes)
 #     sudo BENCH_ONLY="throughput naive" bench/run.sh    some parts only
 #     sudo bench/naive.sh                  one part alone (any part below)
