@@ -21,6 +21,10 @@
 #               jobqueue and hand-written SQL interleaved, synchronous_commit
 #               on and off, median of BENCH_ROUNDS runs; jobs/s, WAL and
 #               server CPU per job
+#   roundtrip   the worker loop with one round trip per turn
+#               (jq_complete_and_claim) against two (jq_claim + complete,
+#               and the hand-written statements), on the local socket and
+#               over network links (bench/netdelay, needs Go)
 #   diag        where the time goes: pg_stat_statements (nested statements
 #               too) for claim+complete of 1 and 100 jobs, both ways
 #   naive       the classic broken claim vs jq_claim, 8 clients x 1250 claims
