@@ -183,6 +183,7 @@ extern int64 jq_job_with_key(Datum queue, Datum key);
 
 /* Argument validation (validate.c); each raises an ERROR on bad input */
 extern char *jq_arg_queue_name(FunctionCallInfo fcinfo, int argno);
+extern void jq_check_text_length(const char *what, int64 len, int maxlen);
 extern text *jq_arg_nonempty_text(FunctionCallInfo fcinfo, int argno,
 								  const char *what, int maxlen);
 extern Datum jq_arg_required(FunctionCallInfo fcinfo, int argno,

@@ -204,12 +204,7 @@ jq_arg_group_keys(FunctionCallInfo fcinfo, int argno, int npayloads)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("group key must not be empty"),
 					 errhint("Pass NULL for a job without a group.")));
-		if (len > JQ_GROUP_KEY_MAXLEN)
-			ereport(ERROR,
-					(errcode(ERRCODE_STRING_DATA_RIGHT_TRUNCATION),
-					 errmsg("group key is too long"),
-					 errdetail("The limit is %d bytes, the value has %d.",
-							   JQ_GROUP_KEY_MAXLEN, len)));
+		jq_check_text_length("group key", len, JQ_GROUP_KEY_MAXLEN);
 	}
 	array_free_iterator(it);
 	return keys;
@@ -527,14 +522,9 @@ jq_group_count(PG_FUNCTION_ARGS)
 		new_grouped = !isnull;
 		if (new_grouped)
 		{
-			int			len = VARSIZE_ANY_EXHDR(DatumGetPointer(new_group));
-
-			if (len > JQ_GROUP_KEY_MAXLEN)
-				ereport(ERROR,
-						(errcode(ERRCODE_STRING_DATA_RIGHT_TRUNCATION),
-						 errmsg("group key is too long"),
-						 errdetail("The limit is %d bytes, the value has %d.",
-								   JQ_GROUP_KEY_MAXLEN, len)));
+			jq_check_text_length("group key",
+								 VARSIZE_ANY_EXHDR(DatumGetPointer(new_group)),
+								 JQ_GROUP_KEY_MAXLEN);
 			new_queue = SPI_getbinval(newtup, tupdesc, queue_attno, &isnull);
 			new_running = jq_tuple_running(newtup, tupdesc, status_attno);
 		}

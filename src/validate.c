@@ -109,13 +109,23 @@ jq_arg_nonempty_text(FunctionCallInfo fcinfo, int argno, const char *what,
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s must not be empty", what)));
+	jq_check_text_length(what, len, maxlen);
+	return t;
+}
+
+/*
+ * Error unless len, the length in bytes of a text value (uncompressed,
+ * without its header), is at most maxlen; what names the value.
+ */
+void
+jq_check_text_length(const char *what, int64 len, int maxlen)
+{
 	if (len > maxlen)
 		ereport(ERROR,
 				(errcode(ERRCODE_STRING_DATA_RIGHT_TRUNCATION),
 				 errmsg("%s is too long", what),
-				 errdetail("The limit is %d bytes, the value has %d.",
-						   maxlen, len)));
-	return t;
+				 errdetail("The limit is %d bytes, the value has %lld.",
+						   maxlen, (long long) len)));
 }
 
 /* A required argument of any type, as it was passed. */
