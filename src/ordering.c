@@ -59,6 +59,7 @@
  */
 #include "jobqueue.h"
 
+#include "access/detoast.h"
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
@@ -522,8 +523,9 @@ jq_group_count(PG_FUNCTION_ARGS)
 		new_grouped = !isnull;
 		if (new_grouped)
 		{
+			/* the stored row's key may be compressed: its raw length */
 			jq_check_text_length("group key",
-								 VARSIZE_ANY_EXHDR(DatumGetPointer(new_group)),
+								 (int64) toast_raw_datum_size(new_group) - VARHDRSZ,
 								 JQ_GROUP_KEY_MAXLEN);
 			new_queue = SPI_getbinval(newtup, tupdesc, queue_attno, &isnull);
 			new_running = jq_tuple_running(newtup, tupdesc, status_attno);
