@@ -39,6 +39,10 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# Every file includes src/jobqueue.h (the plan numbers, the shared structs):
+# a change to it must rebuild them all, or the files of one build disagree.
+$(OBJS): src/jobqueue.h
+
 # The TAP tests share test/perl/JobqueueTest.pm.  prove runs in $(srcdir),
 # so the path is relative to it; PGXS resets PROVE_FLAGS (it is the user's,
 # as in make PROVE_FLAGS=--verbose), hence here, after the include.
