@@ -68,8 +68,8 @@ my $plain = $node->safe_psql('postgres', q{
 			WHERE h.queue_name = 'plain' AND h.payload->>'kind' = 'high'
 			  AND h.status = 'succeeded' AND h.created_at > l.created_at)
 	FROM jobqueue.jobs l WHERE l.queue_name = 'plain' AND l.payload->>'kind' = 'low'});
-$clients->signal('INT');
-$clients->finish;
+# (pgbench outlives SIGINT until its --time is up; TERM ends it at once)
+$clients->kill_kill;
 
 my ($low_status, $high_pending, $high_after) = split /\|/, $plain;
 is($low_status, 'pending', 'without aging the priority-0 job has not started');
