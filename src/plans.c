@@ -350,6 +350,55 @@
 	"    AND j.queue_name = $1 AND j.status = 'pending' AND j.available_at <= $5 " \
 	"  ORDER BY gr.group_key LIMIT $2 FOR UPDATE OF j SKIP LOCKED) b "
 
+/*
+ * The parts the two group claims (JQ_PLAN_CLAIM_GROUPS, _ORDERED) share.
+ * Inside them q is the queue's CTE (rr: round_robin, aging), g0 the groups
+ * served in rotation order, g one of them with its cap, x a candidate.
+ *
+ * JQ_RR_SHARE_SQL: a round_robin group's share of a claim of $2 jobs over
+ * the n.ng groups of g0, rounded up ($2 otherwise).
+ */
+#define JQ_RR_SHARE_SQL \
+	"CASE WHEN q.rr THEN ($2 + n.ng - 1) / n.ng ELSE $2 END"
+#define JQ_GROUPS_COUNTED_SQL \
+	"FROM g0, q, (SELECT pg_catalog.count(*) AS ng FROM g0) n"
+
+/*
+ * The rank of candidate x of group g: for round_robin by its turn within
+ * its group, then the group's rotation position; then by effective
+ * priority and claim order.
+ */
+#define JQ_GROUP_RANK_SQL \
+	"pg_catalog.row_number() OVER (" \
+	"  ORDER BY CASE WHEN q.rr THEN x.turn END, CASE WHEN q.rr THEN g.pos END, " \
+	"           x.eff DESC, x.available_at, x.id) AS rank"
+
+/*
+ * Candidates of group g when COND: its g.cap best ready jobs, from the
+ * group GROUP (an expression), with their effective priority.
+ */
+#define JQ_GROUP_READY_SQL(COND, GROUP) \
+	"SELECT * FROM (" \
+	"  SELECT j.id, j.available_at, " \
+	"         " JQ_EFFECTIVE_PRIORITY_SQL("$5", "q.aging") " AS eff " \
+	"  FROM jobqueue.jobs j " \
+	"  WHERE " COND " AND j.queue_name = $1 " \
+	"    AND j.group_key = " GROUP " AND j.status = 'pending' " \
+	"    AND j.available_at <= $5 " \
+	"  ORDER BY j.priority DESC, j.available_at, j.id LIMIT g.cap) a "
+
+/*
+ * Lease the jobs IDS (a subquery) and return them in rank order (CTE c),
+ * with their group and its rotation position, for the cursor.
+ */
+#define JQ_GROUP_LEASE_SQL(IDS) \
+	"u AS (" JQ_LEASE_SQL(IDS) " " \
+	"      RETURNING j.id, j.payload, j.attempt_count, j.lease_token, " \
+	"                j.lease_expires_at) " \
+	"SELECT u.id, u.payload, u.attempt_count, u.lease_token, u.lease_expires_at, " \
+	"       c.group_key, c.pos " \
+	"FROM u JOIN c ON c.id = u.id ORDER BY c.rank"
+
 typedef struct JqPlanSpec
 {
 	const char *sql;
@@ -1113,22 +1162,13 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"        LEAST($2::bigint, "
 		"          CASE WHEN g0.group_key <> '' AND q.lim IS NOT NULL "
 		"               THEN q.lim - g0.running ELSE $2 END, "
-		"          CASE WHEN q.rr THEN ($2 + n.ng - 1) / n.ng ELSE $2 END) AS cap "
-		"      FROM g0, q, (SELECT pg_catalog.count(*) AS ng FROM g0) n), "
-		"c AS (SELECT x.id, g.group_key, g.pos, pg_catalog.row_number() OVER ("
-		"        ORDER BY CASE WHEN q.rr THEN x.turn END, CASE WHEN q.rr THEN g.pos END, "
-		"                 x.eff DESC, x.available_at, x.id) AS rank "
+		"          " JQ_RR_SHARE_SQL ") AS cap "
+		"      " JQ_GROUPS_COUNTED_SQL "), "
+		"c AS (SELECT x.id, g.group_key, g.pos, " JQ_GROUP_RANK_SQL " "
 		"      FROM g CROSS JOIN q CROSS JOIN LATERAL ("
 		"        SELECT y.id, y.available_at, y.eff, "
 		"               pg_catalog.row_number() OVER () AS turn "
-		"        FROM (SELECT * FROM ("
-		"                SELECT j.id, j.available_at, "
-		"                       " JQ_EFFECTIVE_PRIORITY_SQL("$5", "q.aging") " AS eff "
-		"                FROM jobqueue.jobs j "
-		"                WHERE NOT g.head_only AND j.queue_name = $1 "
-		"                  AND j.group_key = g.group_key AND j.status = 'pending' "
-		"                  AND j.available_at <= $5 "
-		"                ORDER BY j.priority DESC, j.available_at, j.id LIMIT g.cap) a "
+		"        FROM (" JQ_GROUP_READY_SQL("NOT g.head_only", "g.group_key")
 		"              UNION ALL "
 		"              SELECT * FROM ("
 		"                SELECT j.id, j.available_at, "
@@ -1145,12 +1185,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"      WHERE j.queue_name = $1 AND j.id = ANY (ARRAY(SELECT c.id FROM c)) "
 		"        AND j.status = 'pending' "
 		"      FOR UPDATE OF j SKIP LOCKED), "
-		"u AS (" JQ_LEASE_SQL("SELECT l.id FROM l") " "
-		"      RETURNING j.id, j.payload, j.attempt_count, j.lease_token, "
-		"                j.lease_expires_at) "
-		"SELECT u.id, u.payload, u.attempt_count, u.lease_token, u.lease_expires_at, "
-		"       c.group_key, c.pos "
-		"FROM u JOIN c ON c.id = u.id ORDER BY c.rank",
+		JQ_GROUP_LEASE_SQL("SELECT l.id FROM l"),
 		6, {TEXTOID, INT4OID, TEXTOID, INTERVALOID, TIMESTAMPTZOID, TEXTOID},
 		.name = "claim groups"
 	},
@@ -1189,24 +1224,14 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"             ) s0 LIMIT $2) s), "
 		"g AS (SELECT g0.group_key, g0.id, g0.priority, g0.available_at, g0.pos, "
 		"        CASE WHEN g0.group_key <> '' THEN 1 "
-		"             ELSE LEAST($2::bigint, "
-		"                        CASE WHEN q.rr THEN ($2 + n.ng - 1) / n.ng ELSE $2 END) "
+		"             ELSE LEAST($2::bigint, " JQ_RR_SHARE_SQL ") "
 		"        END AS cap "
-		"      FROM g0, q, (SELECT pg_catalog.count(*) AS ng FROM g0) n), "
-		"c AS (SELECT x.id, g.group_key, g.pos, pg_catalog.row_number() OVER ("
-		"        ORDER BY CASE WHEN q.rr THEN x.turn END, CASE WHEN q.rr THEN g.pos END, "
-		"                 x.eff DESC, x.available_at, x.id) AS rank "
+		"      " JQ_GROUPS_COUNTED_SQL "), "
+		"c AS (SELECT x.id, g.group_key, g.pos, " JQ_GROUP_RANK_SQL " "
 		"      FROM g CROSS JOIN q CROSS JOIN LATERAL ("
 		"        SELECT y.id, y.available_at, y.eff, "
 		"               pg_catalog.row_number() OVER () AS turn "
-		"        FROM (SELECT * FROM ("
-		"                SELECT j.id, j.available_at, "
-		"                       " JQ_EFFECTIVE_PRIORITY_SQL("$5", "q.aging") " AS eff "
-		"                FROM jobqueue.jobs j "
-		"                WHERE g.group_key = '' AND j.queue_name = $1 "
-		"                  AND j.group_key = '' AND j.status = 'pending' "
-		"                  AND j.available_at <= $5 "
-		"                ORDER BY j.priority DESC, j.available_at, j.id LIMIT g.cap) a "
+		"        FROM (" JQ_GROUP_READY_SQL("g.group_key = ''", "''")
 		"              UNION ALL "
 		"              SELECT j.id, j.available_at, "
 		"                     " JQ_EFFECTIVE_PRIORITY_SQL("$5", "q.aging") " AS eff "
@@ -1218,13 +1243,8 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"        AND j.id = ANY (ARRAY(SELECT c.id FROM c WHERE c.group_key = '')) "
 		"        AND j.status = 'pending' AND j.available_at <= $5 "
 		"      FOR UPDATE OF j SKIP LOCKED), "
-		"u AS (" JQ_LEASE_SQL("SELECT c.id FROM c WHERE c.group_key <> '' "
-							  "UNION ALL SELECT l.id FROM l") " "
-		"      RETURNING j.id, j.payload, j.attempt_count, j.lease_token, "
-		"                j.lease_expires_at) "
-		"SELECT u.id, u.payload, u.attempt_count, u.lease_token, u.lease_expires_at, "
-		"       c.group_key, c.pos "
-		"FROM u JOIN c ON c.id = u.id ORDER BY c.rank",
+		JQ_GROUP_LEASE_SQL("SELECT c.id FROM c WHERE c.group_key <> '' "
+						   "UNION ALL SELECT l.id FROM l"),
 		6, {TEXTOID, INT4OID, TEXTOID, INTERVALOID, TIMESTAMPTZOID, TEXTOID},
 		.name = "claim ordered"
 	},
