@@ -98,6 +98,21 @@ SELECT count(*) AS completed FROM jobqueue.jq_complete_many(
 	(SELECT array_agg(lease_token ORDER BY id) FROM jobqueue.jobs WHERE queue_name IN ('q_dos', 'q_keep') AND status = 'running'));
 SELECT * FROM pg_temp.rows('q_dos');
 SELECT * FROM pg_temp.rows('q_keep');
+-- A completion tries first the statement (keep or delete) that completed
+-- the session's last one: alternate the kinds, one job and many at a time.
+-- Each job is kept or deleted by its own queue's rule whatever came before.
+SELECT count(jobqueue.jq_enqueue(q, jsonb_build_object('alt', q))) AS enqueued
+FROM unnest(ARRAY['q_dos', 'q_keep', 'q_dos', 'q_keep']) q;
+CREATE TEMP TABLE alt AS
+	SELECT 1 AS ord, id, token FROM jobqueue.jq_claim('q_dos', 2, 'w3')
+	UNION ALL SELECT 2, id, token FROM jobqueue.jq_claim('q_keep', 2, 'w3');
+SELECT a.ord, jobqueue.jq_complete(a.id, a.token) AS completed
+FROM (SELECT DISTINCT ON (ord) * FROM alt ORDER BY ord, id) a ORDER BY a.ord;
+-- the four again, the kept ones first: the two done above are refused
+SELECT count(*) AS completed FROM jobqueue.jq_complete_many(
+	ARRAY(SELECT id FROM alt ORDER BY ord DESC, id), ARRAY(SELECT token FROM alt ORDER BY ord DESC, id));
+SELECT j.queue_name, j.status, count(*) FROM alt a LEFT JOIN jobqueue.jobs j USING (id)
+GROUP BY 1, 2 ORDER BY 1, 2;
 
 --------------------------------------------------------------------------
 -- Results: a job deleted on success keeps none (it is accepted, and the

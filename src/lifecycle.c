@@ -742,8 +742,90 @@ jq_text_array_empty(Datum a)
 }
 
 /*
+ * Where some queue keeps no history, a completion is two statements over
+ * the same jobs (plans.c, JQ_SUCCEED_KEEP_SQL): an UPDATE that keeps the
+ * jobs of the other queues and a DELETE for the jobs of those queues.  The
+ * one that completed the jobs of this backend's last completion runs
+ * first, the other only when jobs are left over (a batch of both kinds, or
+ * refused jobs): a worker completes the jobs of one queue again and again,
+ * so a completion is one statement, one index lookup per job.
+ */
+static bool jq_completion_deletes_first = false;
+
+/*
+ * Run completion statement plan (KEEP or DELETE, parameters values and
+ * nulls) and note its outcome.  The ids completed are stored from
+ * completed[0] on, and put in tupstore, each unless NULL; *queue_name gets
+ * the first queue of the result unless it has one.  Returns the number of
+ * jobs completed.
+ */
+static uint64
+jq_complete_run(JqPlanId plan, bool deletes, Datum *values, const char *nulls,
+				Tuplestorestate *tupstore, TupleDesc tupdesc,
+				Datum *completed, char **queue_name)
+{
+	uint64		n;
+	uint64		i;
+	char	   *first = NULL;
+
+	jq_execute(plan, values, nulls,
+			   deletes ? SPI_OK_DELETE_RETURNING : SPI_OK_UPDATE_RETURNING);
+	n = SPI_processed;
+	for (i = 0; i < n; i++)
+	{
+		Datum		id = jq_result(i, JQ_OUTCOME_ID);
+		bool		id_null = false;
+
+		if (completed != NULL)
+			completed[i] = id;
+		if (tupstore != NULL)
+			tuplestore_putvalues(tupstore, tupdesc, &id, &id_null);
+	}
+	if (n > 0)
+	{
+		(void) jq_note_outcome(JQ_TR_COMPLETE, 0, NULL, NULL, &first);
+		if (*queue_name == NULL)
+			*queue_name = first;
+	}
+	return n;
+}
+
+/*
+ * Complete nasked jobs with the statements keep and delete (their
+ * parameters: values and nulls, of the JQ_PLAN_COMPLETE_* plans; values[5]
+ * the queues that keep no history), as jq_complete_run does.  *queue_name
+ * gets the first queue of a result, or NULL.  Returns the number of jobs
+ * completed.
+ */
+static uint64
+jq_complete_jobs(JqPlanId keep, JqPlanId delete, uint64 nasked,
+				 Datum *values, const char *nulls,
+				 Tuplestorestate *tupstore, TupleDesc tupdesc,
+				 Datum *completed, char **queue_name)
+{
+	bool		deletes = jq_completion_deletes_first;
+	uint64		n;
+	uint64		more;
+
+	*queue_name = NULL;
+	if (jq_text_array_empty(values[5]))
+		return jq_complete_run(keep, false, values, nulls, tupstore, tupdesc,
+							   completed, queue_name);
+	n = jq_complete_run(deletes ? delete : keep, deletes, values, nulls,
+						tupstore, tupdesc, completed, queue_name);
+	if (n >= nasked)
+		return n;
+	more = jq_complete_run(deletes ? keep : delete, !deletes, values, nulls,
+						   tupstore, tupdesc,
+						   completed != NULL ? completed + n : NULL, queue_name);
+	if (n == 0 && more > 0)
+		jq_completion_deletes_first = !deletes;
+	return n + more;
+}
+
+/*
  * Complete the (id, token) pairs of args (at least one) at now, under the
- * rule of jq_complete, in one statement; the ids completed go into tupstore
+ * rule of jq_complete (jq_complete_jobs); the ids completed go into tupstore
  * (rows of one bigint column) unless it is NULL.  Counts the completions,
  * the fenced ones and the call (started at *start), announces the jobs of
  * queues with notify_finished and releases their dependents
@@ -757,7 +839,6 @@ jq_complete_batch(const JqCompleteArgs *args, TimestampTz now,
 {
 	Datum		values[6];
 	char		nulls[6] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_ISNULL, JQ_NOTNULL, JQ_NOTNULL};
-	uint64		i;
 	uint64		ncompleted;
 	Datum	   *completed;
 	char	   *queue_name;
@@ -770,23 +851,12 @@ jq_complete_batch(const JqCompleteArgs *args, TimestampTz now,
 	if (args->results != NULL)
 		nulls[3] = JQ_NOTNULL;
 	jq_completion_queues(&values[4], &values[5]);
-	if (jq_text_array_empty(values[5]))
-		jq_execute(JQ_PLAN_COMPLETE_MANY_KEEP, values, nulls, SPI_OK_UPDATE_RETURNING);
-	else
-		jq_execute(JQ_PLAN_COMPLETE_MANY, values, nulls, SPI_OK_SELECT);
-	ncompleted = SPI_processed;
-	completed = palloc(sizeof(Datum) * Max(ncompleted, 1));
-	for (i = 0; i < ncompleted; i++)
-	{
-		bool		id_null = false;
-
-		completed[i] = jq_result(i, JQ_OUTCOME_ID);
-		if (tupstore != NULL)
-			tuplestore_putvalues(tupstore, tupdesc, &completed[i], &id_null);
-	}
-	queue_name = NULL;
-	if (ncompleted > 0)
-		(void) jq_note_outcome(JQ_TR_COMPLETE, 0, NULL, NULL, &queue_name);
+	/* a job is completed once, however often its id is given */
+	completed = palloc(sizeof(Datum) * args->nids);
+	ncompleted = jq_complete_jobs(JQ_PLAN_COMPLETE_MANY_KEEP,
+								  JQ_PLAN_COMPLETE_MANY_DELETE,
+								  (uint64) args->nids, values, nulls,
+								  tupstore, tupdesc, completed, &queue_name);
 	if (ncompleted < (uint64) args->nids)
 	{
 		/* the others were refused: their queues, for the counters (rare) */
@@ -865,18 +935,13 @@ jq_complete(PG_FUNCTION_ARGS)
 
 	jq_spi_connect();
 	jq_completion_queues(&values[4], &values[5]);
-	if (jq_text_array_empty(values[5]))
-		jq_execute(JQ_PLAN_COMPLETE_KEEP, values, nulls, SPI_OK_UPDATE_RETURNING);
-	else
-		jq_execute(JQ_PLAN_COMPLETE, values, nulls, SPI_OK_SELECT);
-	if (SPI_processed == 1)
-		done = jq_note_outcome(JQ_TR_COMPLETE, 0, NULL, NULL, &queue_name) == 1;
-	else
+	done = jq_complete_jobs(JQ_PLAN_COMPLETE_KEEP, JQ_PLAN_COMPLETE_DELETE, 1,
+							values, nulls, NULL, NULL, NULL, &queue_name) == 1;
+	if (!done)
 	{
 		/* refused: the job's queue, for the counters (rare) */
 		jq_execute(JQ_PLAN_COMPLETE_REFUSED, values, NULL, SPI_OK_SELECT);
 		(void) jq_note_outcome(JQ_TR_COMPLETE, 1, NULL, NULL, &queue_name);
-		done = false;
 	}
 	jq_count_call(queue_name, JQ_CTR_COMPLETE_CALLS, &start);
 	jq_spi_finish();
@@ -889,7 +954,7 @@ jq_complete(PG_FUNCTION_ARGS)
  *		returns setof bigint
  *
  * Completes each (id, token) pair under the rule of jq_complete, in one
- * statement, with the result at the same position (results NULL: none;
+ * call, with the result at the same position (results NULL: none;
  * NULL elements are allowed); returns the ids that were completed.
  */
 Datum

@@ -88,8 +88,8 @@
 
 /*
  * The outcome of a job j that a DELETE removed because it succeeded in a
- * queue that keeps no history (JQ_SUCCEED_OR_DELETE_SQL): RETURNING sees
- * the row as it was (running), so the status is written out.
+ * queue that keeps no history (JQ_SUCCEED_DELETE_SQL): RETURNING sees the
+ * row as it was (running), so the status is written out.
  */
 #define JQ_OUTCOME_DELETED_SQL(FINISHED) \
 	"j.queue_name, 'succeeded'::jobqueue.job_status, false, j.id, " \
@@ -140,41 +140,50 @@
 	"result = " RESULT " "
 
 /*
- * running -> succeeded by an UPDATE of the jobs FROM (empty or a FROM clause)
- * that meet WHERE, with their outcome.  Alone, it is the completion when
- * no queue of the database keeps no history (the usual case): a statement
- * with a DELETE that never runs (JQ_SUCCEED_OR_DELETE_SQL) still costs its
- * setup at every execution (the DELETE's result relation, its triggers,
- * the CTE scans), a quarter of a completion of one job.
+ * A job that succeeds is kept (UPDATE to succeeded, with its result), or
+ * deleted when its queue keeps no history (retention zero: the queue's name
+ * is in DELETING, a text[] parameter from queuecache.c, usually empty).
+ * Two statements with the same selection of jobs (USING or FROM a list
+ * joined to job j, and the fencing condition WHERE), each taking only the
+ * jobs of its kind of queue; lifecycle.c runs the second only when the
+ * first left jobs over (jq_complete_jobs).  One statement with both, as
+ * data-modifying CTEs, would look every job up twice.
+ *
+ * JQ_SUCCEED_KEEP_SQL: running -> succeeded by an UPDATE, with the outcome.
  */
-#define JQ_SUCCEED_KEEP_SQL(NOW, RESULT, FROM, WHERE, FINISHED) \
+#define JQ_SUCCEED_KEEP_SQL(NOW, RESULT, FROM, WHERE, DELETING, FINISHED) \
 	"UPDATE jobqueue.jobs j SET " JQ_SUCCEED_SQL(NOW, RESULT) \
-	FROM " WHERE " WHERE " " \
+	FROM " WHERE " WHERE " AND j.queue_name <> ALL (" DELETING ") " \
 	"RETURNING " JQ_OUTCOME_SQL(NOW, "false", JQ_NOTIFY_FINISHED_SQL(FINISHED))
 
 /*
- * running -> succeeded, or deleted when the job's queue keeps no history
- * (retention zero: its name is in DELETING, a text[] parameter from
- * queuecache.c).  One data-modifying statement: a DELETE for the jobs of
- * those queues, an UPDATE for the others, each with the same selection
- * (FROM_LIST, joined to job j, and the fencing condition WHERE); a job is
- * in exactly one of them, and both see the same snapshot.  Run only when
- * some queue of the database keeps no history (JQ_SUCCEED_KEEP_SQL alone
- * otherwise).  A deleted job writes no
- * new row version and no index entry, keeps no result, and frees its
- * idempotency key; its outcome says 'succeeded', so that counters,
- * notify_finished and the release of its dependents see a success (the
- * release runs later in the same transaction, so the job's dependents are
- * released exactly when it disappears).
+ * JQ_SUCCEED_DELETE_SQL: running -> gone, in the queues that keep no
+ * history.  A deleted job writes no new row version and no index entry,
+ * keeps no result, and frees its idempotency key; its outcome says
+ * 'succeeded', so that counters, notify_finished and the release of its
+ * dependents see a success (the release runs later in the same
+ * transaction, so the job's dependents are released exactly when it
+ * disappears).
  */
-#define JQ_SUCCEED_OR_DELETE_SQL(NOW, RESULT, FROM_LIST, WHERE, DELETING, FINISHED) \
-	"WITH d AS (DELETE FROM jobqueue.jobs j USING " FROM_LIST " " \
-	"           WHERE pg_catalog.cardinality(" DELETING ") > 0 AND " WHERE " " \
-	"             AND j.queue_name = ANY (" DELETING ") " \
-	"           RETURNING " JQ_OUTCOME_DELETED_SQL(JQ_NOTIFY_FINISHED_SQL(FINISHED)) "), " \
-	"u AS (" JQ_SUCCEED_KEEP_SQL(NOW, RESULT, "FROM " FROM_LIST, \
-			WHERE " AND j.queue_name <> ALL (" DELETING ")", FINISHED) ") " \
-	"SELECT * FROM d UNION ALL SELECT * FROM u"
+#define JQ_SUCCEED_DELETE_SQL(USING, WHERE, DELETING, FINISHED) \
+	"DELETE FROM jobqueue.jobs j " USING " " \
+	"WHERE " WHERE " AND j.queue_name = ANY (" DELETING ") " \
+	"RETURNING " JQ_OUTCOME_DELETED_SQL(JQ_NOTIFY_FINISHED_SQL(FINISHED))
+
+/*
+ * The selection of a completion: the job by id ($1) and token ($2) whose
+ * lease has not expired at $3; for many, the jobs of the triples t from
+ * ids ($1), tokens ($2) and results ($4).
+ */
+#define JQ_COMPLETE_ONE_SQL \
+	"j.id = $1 AND j.lease_token = $2 " \
+	"AND (j.status = 'running') IS TRUE AND j.lease_expires_at > $3"
+#define JQ_COMPLETE_LIST_SQL \
+	"ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), " \
+	"pg_catalog.unnest($4)) AS t(id, token, result)"
+#define JQ_COMPLETE_MANY_SQL \
+	"j.id = t.id AND j.lease_token = t.token " \
+	"AND (j.status = 'running') IS TRUE AND j.lease_expires_at > $3"
 
 /*
  * running -> pending or dead (fail, reap): a failed attempt is retried when
@@ -482,68 +491,49 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		.name = "claim"
 	},
 	/*
-	 * JQ_PLAN_COMPLETE: $1 id, $2 token, $3 now, $4 result, $5 the queues
-	 * with notify_finished, $6 the queues that keep no history
+	 * JQ_PLAN_COMPLETE_KEEP: $1 id, $2 token, $3 now, $4 result, $5 the
+	 * queues with notify_finished, $6 the queues that keep no history
 	 * (queuecache.c).  Only the current lease holder, before its lease
 	 * expires, may complete.  Outcome; no row when the completion is
-	 * refused (then JQ_PLAN_COMPLETE_REFUSED).  The selection is written
-	 * as a one-row VALUES list only because both parts of the statement
-	 * need a FROM list.
-	 */
-	[JQ_PLAN_COMPLETE] = {
-		JQ_SUCCEED_OR_DELETE_SQL("$3", "$4", "(VALUES (1)) AS t(one)",
-			"j.id = $1 AND j.lease_token = $2 "
-			"AND (j.status = 'running') IS TRUE AND j.lease_expires_at > $3",
-			"$6", "$5"),
-		6, {INT8OID, INT8OID, TIMESTAMPTZOID, JSONBOID, TEXTARRAYOID, TEXTARRAYOID},
-		.name = "complete"
-	},
-	/*
-	 * JQ_PLAN_COMPLETE_MANY: $1 ids, $2 tokens, $3 now, $4 results (NULL:
-	 * none), $5 the queues with notify_finished, $6 the queues that keep
-	 * no history; same rule per job.  The triples come from ROWS FROM (the
-	 * multi-array unnest(a, b) is a parser shorthand for it that exists
-	 * only unqualified), which pads a NULL or shorter results array with
-	 * NULLs.  Outcome of the jobs completed; when fewer than asked,
-	 * JQ_PLAN_COMPLETE_MANY_REFUSED.
-	 */
-	[JQ_PLAN_COMPLETE_MANY] = {
-		JQ_SUCCEED_OR_DELETE_SQL("$3", "t.result",
-			"ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), "
-			"pg_catalog.unnest($4)) AS t(id, token, result)",
-			"j.id = t.id AND j.lease_token = t.token "
-			"AND (j.status = 'running') IS TRUE AND j.lease_expires_at > $3",
-			"$6", "$5"),
-		6, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, JSONBARRAYOID, TEXTARRAYOID,
-		TEXTARRAYOID},
-		.name = "complete many"
-	},
-	/*
-	 * JQ_PLAN_COMPLETE_KEEP, JQ_PLAN_COMPLETE_MANY_KEEP: the same as
-	 * JQ_PLAN_COMPLETE and JQ_PLAN_COMPLETE_MANY with the same parameters
-	 * ($6 unused), when no queue keeps no history: an UPDATE only.
+	 * refused (then JQ_PLAN_COMPLETE_REFUSED) or the job's queue keeps no
+	 * history (then JQ_PLAN_COMPLETE_DELETE, with the same parameters).
 	 */
 	[JQ_PLAN_COMPLETE_KEEP] = {
-		JQ_SUCCEED_KEEP_SQL("$3", "$4", "",
-			"j.id = $1 AND j.lease_token = $2 "
-			"AND (j.status = 'running') IS TRUE AND j.lease_expires_at > $3",
-			"$5"),
+		JQ_SUCCEED_KEEP_SQL("$3", "$4", "", JQ_COMPLETE_ONE_SQL, "$6", "$5"),
 		6, {INT8OID, INT8OID, TIMESTAMPTZOID, JSONBOID, TEXTARRAYOID, TEXTARRAYOID},
 		.name = "complete keep"
 	},
+	[JQ_PLAN_COMPLETE_DELETE] = {
+		JQ_SUCCEED_DELETE_SQL("", JQ_COMPLETE_ONE_SQL, "$6", "$5"),
+		6, {INT8OID, INT8OID, TIMESTAMPTZOID, JSONBOID, TEXTARRAYOID, TEXTARRAYOID},
+		.name = "complete delete"
+	},
+	/*
+	 * JQ_PLAN_COMPLETE_MANY_KEEP: $1 ids, $2 tokens, $3 now, $4 results
+	 * (NULL: none), $5 and $6 as for JQ_PLAN_COMPLETE_KEEP; the same rule
+	 * per job.  The triples come from ROWS FROM (the multi-array unnest(a,
+	 * b) is a parser shorthand for it that exists only unqualified), which
+	 * pads a NULL or shorter results array with NULLs.  Outcome of the jobs
+	 * completed; JQ_PLAN_COMPLETE_MANY_DELETE for the jobs of the queues
+	 * that keep no history; when fewer than asked were completed,
+	 * JQ_PLAN_COMPLETE_MANY_REFUSED.
+	 */
 	[JQ_PLAN_COMPLETE_MANY_KEEP] = {
-		JQ_SUCCEED_KEEP_SQL("$3", "t.result",
-			"FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), "
-			"pg_catalog.unnest($4)) AS t(id, token, result)",
-			"j.id = t.id AND j.lease_token = t.token "
-			"AND (j.status = 'running') IS TRUE AND j.lease_expires_at > $3",
-			"$5"),
+		JQ_SUCCEED_KEEP_SQL("$3", "t.result", "FROM " JQ_COMPLETE_LIST_SQL,
+							JQ_COMPLETE_MANY_SQL, "$6", "$5"),
 		6, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, JSONBARRAYOID, TEXTARRAYOID,
 		TEXTARRAYOID},
 		.name = "complete many keep"
 	},
+	[JQ_PLAN_COMPLETE_MANY_DELETE] = {
+		JQ_SUCCEED_DELETE_SQL("USING " JQ_COMPLETE_LIST_SQL, JQ_COMPLETE_MANY_SQL,
+							  "$6", "$5"),
+		6, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, JSONBARRAYOID, TEXTARRAYOID,
+		TEXTARRAYOID},
+		.name = "complete many delete"
+	},
 	/*
-	 * JQ_PLAN_COMPLETE_REFUSED: $1 id.  After JQ_PLAN_COMPLETE changed
+	 * JQ_PLAN_COMPLETE_REFUSED: $1 id.  After JQ_PLAN_COMPLETE_* changed
 	 * nothing: the outcome of a refused completion, with the job's queue
 	 * (no row when the job does not exist).
 	 */
@@ -555,7 +545,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	},
 	/*
 	 * JQ_PLAN_COMPLETE_MANY_REFUSED: $1 ids asked for, $2 ids completed.
-	 * After JQ_PLAN_COMPLETE_MANY completed fewer than asked: a row with
+	 * After JQ_PLAN_COMPLETE_MANY_* completed fewer than asked: a row with
 	 * status NULL for each other id (its queue NULL when the job does not
 	 * exist).
 	 */
@@ -592,7 +582,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * JQ_PLAN_HEARTBEAT: $1 id, $2 token, $3 extend, $4 now.  Never past
 	 * started_at + max_runtime.  Outcome, then the new expiry; when refused
 	 * (the lease is lost or the runtime used up) the job's queue with status
-	 * NULL, as for JQ_PLAN_COMPLETE.
+	 * NULL, as for JQ_PLAN_COMPLETE_REFUSED.
 	 */
 	[JQ_PLAN_HEARTBEAT] = {
 		"WITH u AS (UPDATE jobqueue.jobs j SET lease_expires_at = LEAST("
