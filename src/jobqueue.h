@@ -491,6 +491,7 @@ extern const JqWorkerTask jq_worker_tasks[JQ_NUM_TASKS];
 extern TimestampTz jq_ready_checked_until;
 extern void jq_note_announced(const char *queue_name, TimestampTz at);
 extern TimestampTz jq_next_lease_expiry(void);
+extern bool jq_worker_database_busy(void);
 
 /* schedules.c: the schedule task */
 extern int64 jq_task_schedule(TimestampTz now, List **ready, MemoryContext cxt,

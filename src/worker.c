@@ -299,6 +299,23 @@ jq_worker_pin_settings(void)
 	SetConfigOption("lock_timeout", lock_timeout, PGC_SUSET, PGC_S_OVERRIDE);
 }
 
+/* Did jobs change between the start of the previous pass and this one's? */
+static bool pass_after_activity = false;
+
+/*
+ * Is this worker's database busy: did jobs change in it (an enqueue or a
+ * claim marked it) since the previous pass began?  While they do, the
+ * database is due again within jobqueue.reap_interval, whatever its leases
+ * (jq_worker_next_visit).
+ */
+bool
+jq_worker_database_busy(void)
+{
+	return pass_after_activity ||
+		(worker_entry != NULL &&
+		 pg_atomic_read_u32(&worker_entry->activity) != 0);
+}
+
 /*
  * When the database is due again, as the worker leaves it: soon when jobs
  * changed since the pass began or a lease expires soon, else at the
@@ -682,7 +699,7 @@ jq_worker_pass(TimestampTz now, MemoryContext loop_cxt)
 {
 	List	   *ready = NIL;
 
-	pg_atomic_write_u32(&worker_entry->activity, 0);
+	pass_after_activity = pg_atomic_exchange_u32(&worker_entry->activity, 0) != 0;
 	for (int t = 0; t < JQ_NUM_TASKS; t++)
 	{
 		if (now >= jq_task_due(t) &&

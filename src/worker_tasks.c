@@ -111,7 +111,12 @@ jq_add_name(List *list, const char *name, MemoryContext cxt)
  * Reap: one batch of expired leases.  Queues in which jobs became ready at
  * once are added to *ready for the announce task.  The last unit also looks
  * up when the next lease expires, so that the worker knows when this
- * database is due again.
+ * database is due again -- unless the database is busy (jobs changed since
+ * the previous pass began): the lookup would walk the lease index's entries
+ * of every job finished since the last vacuum, and its answer would only
+ * matter once the activity stops.  The expiry is then "now", which brings
+ * the worker back soon (jq_worker_next_visit), never a stale time; the
+ * first pass after the activity stopped looks it up.
  */
 static int64
 jq_task_reap(TimestampTz now, List **ready, MemoryContext cxt, bool *more)
@@ -119,7 +124,9 @@ jq_task_reap(TimestampTz now, List **ready, MemoryContext cxt, bool *more)
 	int64		n = jq_reap_batch(jq_reap_batch_size, ready, cxt);
 
 	*more = n >= jq_reap_batch_size;
-	if (!*more)
+	if (!*more && jq_worker_database_busy())
+		next_lease_expiry = now;
+	else if (!*more)
 	{
 		bool		isnull;
 		Datum		d;
