@@ -186,6 +186,16 @@
 	"AND (j.status = 'running') IS TRUE AND j.lease_expires_at > $3"
 
 /*
+ * No job waits for job j (it may be purged): no row of job_dependencies
+ * names it, D being that table's alias.  has_dependents is false unless a
+ * job was ever enqueued to wait for j (it is set under j's row lock before
+ * the dependency row is written), so most jobs skip the lookup.
+ */
+#define JQ_NO_DEPENDENTS_SQL(D) \
+	"(NOT j.has_dependents OR NOT EXISTS (SELECT FROM jobqueue.job_dependencies " D " " \
+	"WHERE " D ".depends_on = j.id))"
+
+/*
  * running -> pending or dead (fail, reap): a failed attempt is retried when
  * RETRYABLE and attempts are left, after DELAY; otherwise the job is dead.
  * CODE is the error code recorded, ENTRY the jsonb entry appended to the
@@ -703,8 +713,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"           WHERE q.queue_name = $1 AND j.queue_name = $1 "
 		"             AND j.status IN ('succeeded', 'cancelled') "
 		"             AND j.finished_at < $4 - COALESCE($2, q.retention) "
-		"             AND NOT EXISTS (SELECT FROM jobqueue.job_dependencies d "
-		"                             WHERE d.depends_on = j.id) "
+		"             AND " JQ_NO_DEPENDENTS_SQL("d") " "
 		"           ORDER BY j.finished_at LIMIT $3 "
 		"           FOR UPDATE OF j SKIP LOCKED), "
 		"e AS (DELETE FROM jobqueue.job_dependencies d "
@@ -785,8 +794,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"             WHERE j.queue_name = q.queue_name "
 		"               AND j.status IN ('succeeded', 'cancelled') "
 		"               AND j.finished_at < $2 - q.retention "
-		"               AND NOT EXISTS (SELECT FROM jobqueue.job_dependencies dd "
-		"                               WHERE dd.depends_on = j.id) "
+		"               AND " JQ_NO_DEPENDENTS_SQL("dd") " "
 		"             ORDER BY j.finished_at LIMIT $1 "
 		"             FOR UPDATE OF j SKIP LOCKED) p "
 		"           LIMIT $1), "
