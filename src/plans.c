@@ -17,8 +17,9 @@
  * never a merge or hash join over the whole table.
  *
  * The statements that act on one running job by id (complete, fail,
- * heartbeat, release) test its status as "(j.status = 'running') IS TRUE",
- * which means the same but hides the test from partial-index matching.
+ * heartbeat, release, progress: JQ_LEASE_HELD_SQL) test its status as
+ * "(j.status = 'running') IS TRUE", which means the same but hides the
+ * test from partial-index matching.
  * Written plainly, it lets the planner use jobs_lease_idx (WHERE status =
  * 'running') instead of the primary key whenever the statistics say almost
  * no job is running, as they do after an ANALYZE at a quiet moment; the
@@ -171,19 +172,22 @@
 	"RETURNING " JQ_OUTCOME_DELETED_SQL(JQ_NOTIFY_FINISHED_SQL(FINISHED))
 
 /*
- * The selection of a completion: the job by id ($1) and token ($2) whose
- * lease has not expired at $3; for many, the jobs of the triples t from
- * ids ($1), tokens ($2) and results ($4).
+ * The fencing rule of every write by a lease holder (complete, fail,
+ * heartbeat, release, progress): job j, by id ID, is running under the
+ * caller's token TOKEN and its lease has not expired at NOW.
  */
-#define JQ_COMPLETE_ONE_SQL \
-	"j.id = $1 AND j.lease_token = $2 " \
-	"AND (j.status = 'running') IS TRUE AND j.lease_expires_at > $3"
+#define JQ_LEASE_HELD_SQL(ID, TOKEN, NOW) \
+	"j.id = " ID " AND j.lease_token = " TOKEN " " \
+	"AND (j.status = 'running') IS TRUE AND j.lease_expires_at > " NOW
+
+/*
+ * The selection of a completion of many: the triples t from ids ($1),
+ * tokens ($2) and results ($4), each fenced at $3.
+ */
 #define JQ_COMPLETE_LIST_SQL \
 	"ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), " \
 	"pg_catalog.unnest($4)) AS t(id, token, result)"
-#define JQ_COMPLETE_MANY_SQL \
-	"j.id = t.id AND j.lease_token = t.token " \
-	"AND (j.status = 'running') IS TRUE AND j.lease_expires_at > $3"
+#define JQ_COMPLETE_MANY_SQL JQ_LEASE_HELD_SQL("t.id", "t.token", "$3")
 
 /*
  * No job waits for job j (it may be purged): no row of job_dependencies
@@ -509,12 +513,12 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * history (then JQ_PLAN_COMPLETE_DELETE, with the same parameters).
 	 */
 	[JQ_PLAN_COMPLETE_KEEP] = {
-		JQ_SUCCEED_KEEP_SQL("$3", "$4", "", JQ_COMPLETE_ONE_SQL, "$6", "$5"),
+		JQ_SUCCEED_KEEP_SQL("$3", "$4", "", JQ_LEASE_HELD_SQL("$1", "$2", "$3"), "$6", "$5"),
 		6, {INT8OID, INT8OID, TIMESTAMPTZOID, JSONBOID, TEXTARRAYOID, TEXTARRAYOID},
 		.name = "complete keep"
 	},
 	[JQ_PLAN_COMPLETE_DELETE] = {
-		JQ_SUCCEED_DELETE_SQL("", JQ_COMPLETE_ONE_SQL, "$6", "$5"),
+		JQ_SUCCEED_DELETE_SQL("", JQ_LEASE_HELD_SQL("$1", "$2", "$3"), "$6", "$5"),
 		6, {INT8OID, INT8OID, TIMESTAMPTZOID, JSONBOID, TEXTARRAYOID, TEXTARRAYOID},
 		.name = "complete delete"
 	},
@@ -582,8 +586,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 			"CASE WHEN $9::jsonb IS NULL THEN '{}'::jsonb "
 			"ELSE pg_catalog.jsonb_build_object('detail', $9::jsonb) END)", "$8")
 		"FROM jobqueue.queues q "
-		"WHERE q.queue_name = j.queue_name AND j.id = $1 AND j.lease_token = $2 "
-		"  AND (j.status = 'running') IS TRUE AND j.lease_expires_at > $7 "
+		"WHERE q.queue_name = j.queue_name AND " JQ_LEASE_HELD_SQL("$1", "$2", "$7") " "
 		"RETURNING " JQ_OUTCOME_SQL("$7", "q.notify", "q.notify_finished"),
 		9, {INT8OID, INT8OID, TEXTOID, TEXTOID, BOOLOID, INTERVALOID, TIMESTAMPTZOID, INT4OID, JSONBOID},
 		.name = "fail"
@@ -599,8 +602,8 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"               $4 + COALESCE($3, q.lease_duration), "
 		"               j.started_at + q.max_runtime) "
 		"           FROM jobqueue.queues q "
-		"           WHERE q.queue_name = j.queue_name AND j.id = $1 AND j.lease_token = $2 "
-		"             AND (j.status = 'running') IS TRUE AND j.lease_expires_at > $4 "
+		"           WHERE q.queue_name = j.queue_name "
+		"             AND " JQ_LEASE_HELD_SQL("$1", "$2", "$4") " "
 		"             AND j.started_at + q.max_runtime > $4 "
 		"           RETURNING " JQ_OUTCOME_SQL("$4", "false", "false") ", j.lease_expires_at) "
 		"SELECT * FROM u "
@@ -619,8 +622,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"UPDATE jobqueue.jobs j SET status = 'pending', "
 		"  attempt_count = j.attempt_count - 1, available_at = $4 + $3, "
 		"  lease_owner = NULL, lease_expires_at = NULL, started_at = NULL "
-		"WHERE j.id = $1 AND j.lease_token = $2 AND (j.status = 'running') IS TRUE "
-		"  AND j.lease_expires_at > $4 "
+		"WHERE " JQ_LEASE_HELD_SQL("$1", "$2", "$4") " "
 		"RETURNING " JQ_OUTCOME_SQL("$4", JQ_QUEUE_NOTIFY_SQL, "false"),
 		4, {INT8OID, INT8OID, INTERVALOID, TIMESTAMPTZOID},
 		.name = "release"
@@ -818,8 +820,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 */
 	[JQ_PLAN_PROGRESS] = {
 		"UPDATE jobqueue.jobs j SET progress = $3 "
-		"WHERE j.id = $1 AND j.lease_token = $2 AND (j.status = 'running') IS TRUE "
-		"  AND j.lease_expires_at > $4 "
+		"WHERE " JQ_LEASE_HELD_SQL("$1", "$2", "$4") " "
 		"RETURNING " JQ_OUTCOME_SQL("$4", "false", "false"),
 		4, {INT8OID, INT8OID, JSONBOID, TIMESTAMPTZOID},
 		.name = "progress"

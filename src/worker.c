@@ -80,6 +80,8 @@ static Oid	worker_dboid = InvalidOid;
 static JqPoolSlot *worker_slot = NULL;
 static JqDatabaseEntry *worker_entry = NULL;
 static MemoryContext pass_cxt = NULL;
+/* Did jobs change between the start of the previous pass and this one's? */
+static bool pass_after_activity = false;
 /*
  * When each task last started, and the end of its backoff after failures
  * (worker-local).  A task is due at the later of its start plus its
@@ -298,9 +300,6 @@ jq_worker_pin_settings(void)
 			 Max(DeadlockTimeout / 2, 1));
 	SetConfigOption("lock_timeout", lock_timeout, PGC_SUSET, PGC_S_OVERRIDE);
 }
-
-/* Did jobs change between the start of the previous pass and this one's? */
-static bool pass_after_activity = false;
 
 /*
  * Is this worker's database busy: did jobs change in it (an enqueue or a

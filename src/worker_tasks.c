@@ -124,9 +124,11 @@ jq_task_reap(TimestampTz now, List **ready, MemoryContext cxt, bool *more)
 	int64		n = jq_reap_batch(jq_reap_batch_size, ready, cxt);
 
 	*more = n >= jq_reap_batch_size;
-	if (!*more && jq_worker_database_busy())
+	if (*more)
+		return n;
+	if (jq_worker_database_busy())
 		next_lease_expiry = now;
-	else if (!*more)
+	else
 	{
 		bool		isnull;
 		Datum		d;
