@@ -21,7 +21,7 @@ use PostgreSQL::Test::Utils;
 use JobqueueTest;
 use Test::More;
 
-my @earlier_versions = ('1.0', '1.1', '1.2');
+my @earlier_versions = ('1.0', '1.1', '1.2', '1.3');
 
 my $node = jq_node('upgrade', preload => 0, extension => 0);
 
