@@ -13,7 +13,7 @@
  *
  * Every statement that finishes a job returns has_dependents from the
  * job's row (see JQ_OUTCOME_SQL); jq_note_outcome then calls
- * jq_dependencies_resolve() in the same transaction:
+ * jq_dependencies_resolve() (outcome.c) in the same transaction:
  *	  - succeeded: its rows of job_dependencies are deleted in bounded
  *		batches and counted off each dependent's dependencies_left under
  *		the dependent's row lock; a dependent that reaches zero becomes
@@ -40,9 +40,6 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
-
-/* Rows of job_dependencies deleted per statement when a job succeeds */
-#define JQ_RELEASE_BATCH 1000
 
 static int
 jq_int64_cmp(const void *a, const void *b)
@@ -78,18 +75,6 @@ jq_arg_depends_on(FunctionCallInfo fcinfo, int argno)
 		if (n == 0 || ids[n - 1] != ids[i])
 			elems[n++] = Int64GetDatum(ids[i]);
 	}
-	return construct_array(elems, n, INT8OID, sizeof(int64), FLOAT8PASSBYVAL,
-						   TYPALIGN_DOUBLE);
-}
-
-static ArrayType *
-jq_int64_array(const int64 *ids, int n)
-{
-	Datum	   *elems = palloc(sizeof(Datum) * Max(n, 1));
-	int			i;
-
-	for (i = 0; i < n; i++)
-		elems[i] = Int64GetDatum(ids[i]);
 	return construct_array(elems, n, INT8OID, sizeof(int64), FLOAT8PASSBYVAL,
 						   TYPALIGN_DOUBLE);
 }
@@ -183,76 +168,6 @@ jq_enqueue_dependent(FunctionCallInfo fcinfo, Datum *values, char *nulls,
 	}
 	jq_spi_finish();
 	return job_id;
-}
-
-/*
- * Resolve the dependents of jobs that finished in this transaction: those
- * of succeeded[] are released (or counted closer to release), those of
- * failed[] (dead or cancelled) cancelled, transitively.  Called by
- * jq_note_outcome while connected to SPI; SPI_tuptable and SPI_processed
- * are the caller's again on return.  Wake-ups go to *woken as in
- * jq_note_outcome.
- */
-void
-jq_dependencies_resolve(const int64 *succeeded, int nsucceeded,
-						const int64 *failed, int nfailed,
-						List **woken, MemoryContext woken_cxt)
-{
-	SPITupleTable *saved_tuptable = SPI_tuptable;
-	uint64		saved_processed = SPI_processed;
-	TimestampTz now = GetCurrentTimestamp();
-	Datum		values[3];
-
-	if (nsucceeded > 0)
-	{
-		values[0] = PointerGetDatum(jq_int64_array(succeeded, nsucceeded));
-		values[1] = TimestampTzGetDatum(now);
-		values[2] = Int32GetDatum(JQ_RELEASE_BATCH);
-		for (;;)
-		{
-			jq_execute(JQ_PLAN_DEPENDENTS_RELEASE, values, NULL,
-					   SPI_OK_UPDATE_RETURNING);
-			if (SPI_processed == 0)
-				break;
-			(void) jq_note_outcome(JQ_TR_DEPENDENCIES_MET, 0, woken, woken_cxt,
-								   NULL);
-			CHECK_FOR_INTERRUPTS();
-		}
-	}
-
-	if (nfailed > 0)
-	{
-		int64	   *level = palloc(sizeof(int64) * nfailed);
-		int			nlevel = nfailed;
-
-		memcpy(level, failed, sizeof(int64) * nfailed);
-		values[1] = TimestampTzGetDatum(now);
-		values[2] = Int32GetDatum(jq_error_history);
-		while (nlevel > 0)
-		{
-			int64	   *next;
-			int			nnext = 0;
-			uint64		i;
-
-			values[0] = PointerGetDatum(jq_int64_array(level, nlevel));
-			jq_execute(JQ_PLAN_DEPENDENTS_CANCEL, values, NULL,
-					   SPI_OK_UPDATE_RETURNING);
-			next = palloc(sizeof(int64) * Max(SPI_processed, 1));
-			for (i = 0; i < SPI_processed; i++)
-			{
-				if (jq_result_bool(i, JQ_OUTCOME_DEPENDENTS))
-					next[nnext++] = DatumGetInt64(jq_result(i, JQ_OUTCOME_ID));
-			}
-			(void) jq_note_outcome(JQ_TR_DEPENDENCY_FAILED, 0, woken, woken_cxt,
-								   NULL);
-			level = next;
-			nlevel = nnext;
-			CHECK_FOR_INTERRUPTS();
-		}
-	}
-
-	SPI_tuptable = saved_tuptable;
-	SPI_processed = saved_processed;
 }
 
 /*

@@ -69,6 +69,7 @@ void
 _PG_init(void)
 {
 	jq_lifecycle_guc_init();
+	jq_outcome_guc_init();
 	jq_results_guc_init();
 	jq_counters_guc_init();
 	jq_worker_guc_init();

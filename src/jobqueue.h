@@ -142,9 +142,9 @@ extern char *jq_result_name(uint64 row, int col);
 extern char *jq_result_cstring(uint64 row, int col);
 
 /*
- * State transitions of a job (lifecycle.c).  Statements that move jobs
- * return the same outcome columns, which jq_note_outcome turns into event
- * counts and wake-ups.
+ * State transitions of a job.  Statements that move jobs return the same
+ * outcome columns, which jq_note_outcome (outcome.c) turns into event
+ * counts, wake-ups and the resolution of dependents.
  */
 typedef enum JqTransition
 {
@@ -178,8 +178,12 @@ extern uint64 jq_note_outcome(JqTransition t, uint64 nasked, List **woken,
 							  MemoryContext woken_cxt, char **first_queue);
 extern void jq_lifecycle_guc_init(void);
 extern void jq_results_guc_init(void);
+extern void jq_outcome_guc_init(void);
 extern bool jq_require_queue(const char *queue_name);
 extern int64 jq_job_with_key(Datum queue, Datum key);
+extern void jq_dependencies_resolve(const int64 *succeeded, int nsucceeded,
+									const int64 *failed, int nfailed,
+									List **woken, MemoryContext woken_cxt);
 
 /* Argument validation (validate.c); each raises an ERROR on bad input */
 extern char *jq_arg_queue_name(FunctionCallInfo fcinfo, int argno);
@@ -213,10 +217,7 @@ extern void jq_raise_unknown_queue(const char *queue_name);
 extern text *jq_arg_group_key(FunctionCallInfo fcinfo, int argno);
 extern ArrayType *jq_arg_group_keys(FunctionCallInfo fcinfo, int argno,
 									int npayloads);
-extern uint64 jq_claim_execute(const char *queue_name, Datum *values,
-							   const char *nulls);
 extern bool jq_ordering_installed(void);
-extern JqPlanId jq_claim_plan_of(const char *queue_name);
 extern void jq_ordering_set_policy(FunctionCallInfo fcinfo, int argno,
 								   const char *queue_name, bool alter);
 
@@ -240,6 +241,27 @@ extern void jq_queues_changed(void);
 extern void jq_queues_changed_elsewhere(void);
 extern void jq_completion_queues(Datum *notify_finished, Datum *delete_on_success);
 
+/*
+ * The claim pipeline (claim.c): the checked arguments of a claim, and the
+ * claim of a batch under the queue's policy and rate limit.
+ */
+/*
+ * The arguments of a claim (jq_claim, jq_complete_and_claim), checked.
+ */
+typedef struct JqClaimArgs
+{
+	char	   *queue_name;
+	int32		n;				/* 0 only for jq_complete_and_claim */
+	text	   *owner;
+	Interval   *lease;			/* NULL: the queue's lease_duration */
+} JqClaimArgs;
+
+extern void jq_claim_args(FunctionCallInfo fcinfo, int queue_argno, int n_argno,
+						  bool allow_zero, JqClaimArgs *args);
+extern uint64 jq_claim_batch(const JqClaimArgs *args, TimestampTz now,
+							 Tuplestorestate *tupstore, TupleDesc tupdesc);
+extern JqPlanId jq_claim_plan_of(const char *queue_name);
+
 /* Set-returning helper (srf.c) */
 extern Tuplestorestate *jq_srf_init(FunctionCallInfo fcinfo,
 									TupleDesc *tupdesc);
@@ -254,9 +276,6 @@ extern int64 jq_enqueue_dependent(FunctionCallInfo fcinfo, Datum *values,
 								  ArrayType *depends_on, ArrayType *group_keys,
 								  Tuplestorestate *tupstore,
 								  TupleDesc tupdesc);
-extern void jq_dependencies_resolve(const int64 *succeeded, int nsucceeded,
-									const int64 *failed, int nfailed,
-									List **woken, MemoryContext woken_cxt);
 extern void jq_retry_check_dependencies(int64 job_id);
 extern ArrayType *jq_arg_depends_on(FunctionCallInfo fcinfo, int argno);
 

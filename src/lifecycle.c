@@ -4,9 +4,10 @@
  *	  The hot path: enqueue, claim, complete, fail, heartbeat and release.
  *
  * Each function validates its arguments, runs one prepared statement (see
- * plans.c) and returns; jq_complete_and_claim runs the statements of
- * jq_complete_many and of jq_claim, one after the other, through the same
- * helpers.  State changes are single statements, so a job is never seen
+ * plans.c), notes its outcome (outcome.c) and returns; a claim goes through
+ * the claim pipeline (claim.c).  jq_complete_and_claim runs the statements
+ * of jq_complete_many and of jq_claim, one after the other, through the
+ * same helpers.  State changes are single statements, so a job is never seen
  * half-claimed or half-completed, and a claim never waits for a row that
  * another worker has locked (FOR UPDATE SKIP LOCKED).
  *
@@ -48,7 +49,6 @@ PG_FUNCTION_INFO_V1(jq_release);
 int			jq_max_claim_batch = 1000;
 int			jq_max_payload_size = 1024 * 1024;
 int			jq_max_error_length = 2048;
-int			jq_error_history = 10;
 
 /* Define the GUCs of the hot path.  Called from _PG_init. */
 void
@@ -86,238 +86,6 @@ jq_lifecycle_guc_init(void)
 							2048, 16, 64 * 1024,
 							PGC_USERSET, GUC_UNIT_BYTE,
 							NULL, NULL, NULL);
-
-	DefineCustomIntVariable("jobqueue.error_history",
-							"Number of failures kept in a job's error history.",
-							"Older entries are dropped, newest are kept.",
-							&jq_error_history,
-							10, 1, 1000,
-							PGC_USERSET, 0,
-							NULL, NULL, NULL);
-}
-
-/*
- * The events of one row of an outcome: job moved by transition t into
- * status (NULL: the caller's request was refused).
- */
-static void
-jq_count_outcome(JqTransition t, const char *queue_name, const char *status,
-				 int64 n)
-{
-	if (status == NULL)
-	{
-		if (t == JQ_TR_COMPLETE)
-			jq_count(queue_name, JQ_CTR_COMPLETE_FENCED, n);
-		else if (t == JQ_TR_HEARTBEAT)
-			jq_count(queue_name, JQ_CTR_HEARTBEAT_REFUSED, n);
-		return;
-	}
-	switch (t)
-	{
-		case JQ_TR_ENQUEUE:
-			jq_count(queue_name, JQ_CTR_ENQUEUED, n);
-			return;
-		case JQ_TR_COMPLETE:
-			jq_count(queue_name, JQ_CTR_COMPLETED, n);
-			return;
-		case JQ_TR_FAIL_RETRYABLE:
-			jq_count(queue_name, JQ_CTR_FAILED_RETRYABLE, n);
-			break;
-		case JQ_TR_FAIL_PERMANENT:
-			jq_count(queue_name, JQ_CTR_FAILED_PERMANENT, n);
-			break;
-		case JQ_TR_REAP:
-			jq_count(queue_name, JQ_CTR_LEASES_EXPIRED, n);
-			break;
-		case JQ_TR_REPLAY:
-			jq_count(queue_name, JQ_CTR_REPLAYED, n);
-			return;
-		default:
-			return;				/* heartbeat, release, cancel */
-	}
-	/* a failed attempt: retried or dead */
-	jq_count(queue_name, strcmp(status, "dead") == 0 ?
-			 JQ_CTR_DEAD_LETTERED : JQ_CTR_RETRIES_SCHEDULED, n);
-}
-
-/*
- * Note what a statement of transition t did, from its result in
- * SPI_tuptable, whose first columns are the outcome (see JQ_OUTCOME_SQL in
- * plans.c): count the events per queue, and wake the listeners of each
- * queue in which a job became ready -- or, when woken is not NULL, add the
- * queue to *woken once (allocated in woken_cxt) for the caller to
- * announce.  Announce the jobs that finished in a queue with
- * notify_finished, and resolve the dependents of jobs that finished (see
- * dependencies.c; SPI_tuptable is the caller's again afterwards).  nasked
- * jobs were asked for by id; those without a row are counted as refused
- * with the queue unknown.  Must be called while connected to SPI.
- *
- * Returns the number of jobs moved (rows with a status).  *first_queue, if
- * not NULL, receives the first queue of the result (in SPI memory), or NULL.
- */
-uint64
-jq_note_outcome(JqTransition t, uint64 nasked, List **woken,
-				MemoryContext woken_cxt, char **first_queue)
-{
-	bool		counting = jq_counting();
-	uint64		moved = 0;
-	uint64		i;
-	/* the current run of rows with the same queue and status */
-	char	   *run_queue = NULL;
-	char	   *run_status = NULL;
-	int64		run_n = 0;
-	Datum		prev_queue = (Datum) 0;
-	bool		prev_queue_null = true;
-	Oid			prev_status = InvalidOid;
-	/* finished jobs that others may wait for */
-	int64	   *succeeded = NULL;
-	int64	   *failed = NULL;
-	int			nsucceeded = 0;
-	int			nfailed = 0;
-
-	if (first_queue != NULL)
-		*first_queue = NULL;
-
-	for (i = 0; i < SPI_processed; i++)
-	{
-		bool		queue_null;
-		bool		status_null;
-		Datum		queue = jq_result_nullable(i, 1, &queue_null);
-		Datum		status = jq_result_nullable(i, 2, &status_null);
-		Oid			status_oid = status_null ? InvalidOid : DatumGetObjectId(status);
-		bool		same;
-
-		if (!status_null)
-			moved++;
-
-		/* rows come in runs of one queue: look at the name only when it changes */
-		same = (i > 0 && queue_null == prev_queue_null &&
-				(queue_null ||
-				 (VARSIZE_ANY_EXHDR(DatumGetPointer(queue)) ==
-				  VARSIZE_ANY_EXHDR(DatumGetPointer(prev_queue)) &&
-				  memcmp(VARDATA_ANY(DatumGetPointer(queue)),
-						 VARDATA_ANY(DatumGetPointer(prev_queue)),
-						 VARSIZE_ANY_EXHDR(DatumGetPointer(queue))) == 0)));
-		if (!same)
-		{
-			if (counting && run_n > 0)
-				jq_count_outcome(t, run_queue, run_status, run_n);
-			run_n = 0;
-			run_queue = queue_null ? NULL : jq_result_name(i, 1);
-			run_status = status_null ? NULL : jq_result_name(i, 2);
-			prev_queue = queue;
-			prev_queue_null = queue_null;
-			prev_status = status_oid;
-			if (i == 0 && first_queue != NULL)
-				*first_queue = run_queue;
-		}
-		else if (status_oid != prev_status)
-		{
-			if (counting && run_n > 0)
-				jq_count_outcome(t, run_queue, run_status, run_n);
-			run_n = 0;
-			run_status = status_null ? NULL : jq_result_name(i, 2);
-			prev_status = status_oid;
-		}
-		run_n++;
-
-		if (jq_result_bool(i, JQ_OUTCOME_FINISHED) ||
-			(jq_result_bool(i, JQ_OUTCOME_DEPENDENTS) &&
-			 t != JQ_TR_DEPENDENCIES_MET && t != JQ_TR_DEPENDENCY_FAILED))
-		{
-			int64		id = DatumGetInt64(jq_result(i, JQ_OUTCOME_ID));
-			char	   *status = jq_result_name(i, JQ_OUTCOME_STATUS);
-
-			if (jq_result_bool(i, JQ_OUTCOME_FINISHED))
-				jq_wakeup_finished(id, status);
-			/* the dependency transitions resolve their own levels */
-			if (jq_result_bool(i, JQ_OUTCOME_DEPENDENTS) &&
-				t != JQ_TR_DEPENDENCIES_MET && t != JQ_TR_DEPENDENCY_FAILED)
-			{
-				if (succeeded == NULL)
-				{
-					succeeded = palloc(sizeof(int64) * SPI_processed);
-					failed = palloc(sizeof(int64) * SPI_processed);
-				}
-				if (strcmp(status, "succeeded") == 0)
-					succeeded[nsucceeded++] = id;
-				else
-					failed[nfailed++] = id;
-			}
-		}
-
-		if (jq_result_bool(i, JQ_OUTCOME_WAKE) && run_queue != NULL)
-		{
-			if (woken == NULL)
-				jq_wakeup_queue(run_queue);
-			else
-			{
-				ListCell   *lc;
-				bool		seen = false;
-
-				foreach(lc, *woken)
-				{
-					if (strcmp((char *) lfirst(lc), run_queue) == 0)
-					{
-						seen = true;
-						break;
-					}
-				}
-				if (!seen)
-				{
-					MemoryContext oldcontext = MemoryContextSwitchTo(woken_cxt);
-
-					*woken = lappend(*woken, pstrdup(run_queue));
-					MemoryContextSwitchTo(oldcontext);
-				}
-			}
-		}
-	}
-	if (counting && run_n > 0)
-		jq_count_outcome(t, run_queue, run_status, run_n);
-	if (counting && nasked > SPI_processed)
-		jq_count_outcome(t, NULL, NULL, (int64) (nasked - SPI_processed));
-	if (nsucceeded > 0 || nfailed > 0)
-		jq_dependencies_resolve(succeeded, nsucceeded, failed, nfailed,
-								woken, woken_cxt);
-	return moved;
-}
-
-/*
- * Error out if queue_name does not exist.  Used when a statement returned
- * no rows, to tell "nothing to do" from "no such queue" without paying for
- * a second lookup on the common path.  Returns the queue's notify setting.
- */
-bool
-jq_require_queue(const char *queue_name)
-{
-	Datum		values[1];
-
-	values[0] = CStringGetTextDatum(queue_name);
-	jq_execute(JQ_PLAN_QUEUE_EXISTS, values, NULL, SPI_OK_SELECT);
-	if (SPI_processed == 0)
-		jq_raise_unknown_queue(queue_name);
-	return jq_result_bool(0, 2);
-}
-
-/*
- * The id of the job of queue (text) that holds idempotency key (text): the
- * enqueue that found the key taken returns it.  Connected to SPI.
- */
-int64
-jq_job_with_key(Datum queue, Datum key)
-{
-	Datum		values[2];
-
-	values[0] = queue;
-	values[1] = key;
-	jq_execute(JQ_PLAN_ENQUEUE_EXISTING, values, NULL, SPI_OK_SELECT);
-	if (SPI_processed != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("could not enqueue job: the job with this idempotency key was deleted concurrently"),
-				 errhint("Retry the transaction.")));
-	return DatumGetInt64(jq_result(0, 1));
 }
 
 /*
@@ -548,17 +316,6 @@ jq_enqueue_many(PG_FUNCTION_ARGS)
 }
 
 /*
- * The arguments of a claim (jq_claim, jq_complete_and_claim), checked.
- */
-typedef struct JqClaimArgs
-{
-	char	   *queue_name;
-	int32		n;				/* 0 only for jq_complete_and_claim */
-	text	   *owner;
-	Interval   *lease;			/* NULL: the queue's lease_duration */
-} JqClaimArgs;
-
-/*
  * The arguments of a batch completion (jq_complete_many,
  * jq_complete_and_claim), checked.
  */
@@ -569,31 +326,6 @@ typedef struct JqCompleteArgs
 	ArrayType  *results;		/* NULL: none */
 	int			nids;
 } JqCompleteArgs;
-
-/*
- * Check the claim arguments of fcinfo into *args: queue_name in argument
- * queue_argno, then n, owner and lease in arguments n_argno .. n_argno + 2.
- * n may be 0 when allow_zero.
- */
-static void
-jq_claim_args(FunctionCallInfo fcinfo, int queue_argno, int n_argno,
-			  bool allow_zero, JqClaimArgs *args)
-{
-	args->queue_name = jq_arg_queue_name(fcinfo, queue_argno);
-	if (allow_zero)
-		args->n = jq_arg_nonnegative_int4(fcinfo, n_argno, "n");
-	else
-		args->n = jq_arg_positive_int4(fcinfo, n_argno, "n");
-	if (args->n > jq_max_claim_batch)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("n must not exceed jobqueue.max_claim_batch (%d)",
-						jq_max_claim_batch),
-				 errdetail("The value given was %d.", args->n),
-				 errhint("Claim in smaller batches, or raise jobqueue.max_claim_batch.")));
-	args->owner = jq_arg_nonempty_text(fcinfo, n_argno + 1, "owner", JQ_OWNER_MAXLEN);
-	args->lease = jq_arg_interval(fcinfo, n_argno + 2, "lease", true, false);
-}
 
 /*
  * Check the completion arguments ids and tokens (arguments ids_argno and
@@ -647,86 +379,6 @@ jq_complete_args(FunctionCallInfo fcinfo, int ids_argno, int results_argno,
 		array_free_iterator(it);
 		args->results = results;
 	}
-}
-
-/*
- * Lease up to args->n (at least 1) jobs of args->queue_name at now, under
- * the rules of jq_claim: the statement of the queue's ordering policy
- * (jq_claim_execute), its rate limit, a paused queue claims nothing, an
- * unknown queue is an error.  The jobs go into tupstore (rows of jq_claim's
- * result type tupdesc), in claim order; returns their number.  Counts the
- * jobs claimed and the claim call, and notes the activity for the worker
- * pool.  Must be called while connected to SPI; SPI_tuptable is replaced.
- */
-static uint64
-jq_claim_batch(const JqClaimArgs *args, TimestampTz now,
-			   Tuplestorestate *tupstore, TupleDesc tupdesc)
-{
-	const char *queue_name = args->queue_name;
-	Datum		values[5];
-	char		nulls[5] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL};
-	uint64		i;
-	volatile uint64 nclaimed = 0;
-	instr_time	start;
-	double		rate;
-	int			burst;
-	int			bucket = -1;
-	volatile int32 reserved = args->n;
-
-	Assert(args->n > 0);
-	jq_count_start(&start);
-	values[0] = CStringGetTextDatum(queue_name);
-	values[1] = Int32GetDatum(args->n);
-	values[2] = PointerGetDatum(args->owner);
-	values[3] = PointerGetDatum(args->lease);
-	if (args->lease == NULL)
-		nulls[3] = JQ_ISNULL;
-	values[4] = TimestampTzGetDatum(now);
-
-	/*
-	 * A rate-limited queue: reserve tokens (never waiting), claim at most
-	 * that many, give back the rest -- also when the statement fails.
-	 */
-	if (jq_rate_policy(queue_name, &rate, &burst))
-	{
-		reserved = jq_rate_reserve(queue_name, rate, burst, args->n, &bucket);
-		if (reserved == 0)
-		{
-			jq_count_call(queue_name, JQ_CTR_CLAIM_CALLS, &start);
-			return 0;
-		}
-		values[1] = Int32GetDatum(reserved);
-	}
-	PG_TRY();
-	{
-		/* the statement of the queue's policy (ordering.c) */
-		nclaimed = jq_claim_execute(queue_name, values, nulls);
-	}
-	PG_CATCH();
-	{
-		jq_rate_return(bucket, reserved, reserved);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	jq_rate_return(bucket, reserved, reserved - (int) nclaimed);
-	jq_count(queue_name, JQ_CTR_CLAIMED, (int64) nclaimed);
-	/* leases that may expire: the worker pool should come by soon */
-	if (nclaimed > 0)
-		jq_note_activity();
-	for (i = 0; i < nclaimed; i++)
-	{
-		Datum		row[5];
-		bool		rownulls[5];
-		int			col;
-
-		/* the first five columns; a statement may return more */
-		for (col = 0; col < 5; col++)
-			row[col] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
-									 col + 1, &rownulls[col]);
-		tuplestore_putvalues(tupstore, tupdesc, row, rownulls);
-	}
-	jq_count_call(queue_name, JQ_CTR_CLAIM_CALLS, &start);
-	return nclaimed;
 }
 
 /*

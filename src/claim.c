@@ -1,0 +1,386 @@
+/*-------------------------------------------------------------------------
+ *
+ * claim.c
+ *	  The claim pipeline, from the cached queue settings to the noted
+ *	  outcome: the arguments of a claim, the queue's rate limit, the
+ *	  statement chosen by the queue's policy, the rotation cursor of the
+ *	  group claims, and the counting of what was claimed.
+ *
+ * jq_claim and jq_complete_and_claim (lifecycle.c) check their arguments
+ * with jq_claim_args and call jq_claim_batch.  Which statement a claim runs
+ * is decided by the queue's policy, read from the backend's cache of queue
+ * settings (queuecache.c): a queue without any runs JQ_PLAN_CLAIM_PLAIN,
+ * which reads the jobs table only; aging alone JQ_PLAN_CLAIM_AGED; strict
+ * order per group JQ_PLAN_CLAIM_ORDERED; any other group policy
+ * JQ_PLAN_CLAIM_GROUPS (see ordering.c for why their limits hold).  A
+ * policy change takes effect for the claims that start after it commits.
+ *
+ * Callers: the entry points above; callees: queuecache.c, ratelimit.c,
+ * counters.c, spi.c and outcome.c below.  Nothing here calls back up.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "jobqueue.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+/* The claim statement a queue needs */
+typedef enum JqClaimKind
+{
+	JQ_CLAIM_PLAIN,
+	JQ_CLAIM_AGED,
+	JQ_CLAIM_GROUPS,
+	JQ_CLAIM_ORDERED
+} JqClaimKind;
+
+/* The rotation cursor of a queue's group claims, in this backend */
+typedef struct JqQueuePolicy
+{
+	char		queue_name[JQ_QUEUE_NAME_MAXLEN + 1];	/* hash key */
+	bool		has_cursor;
+	char		cursor[JQ_GROUP_KEY_MAXLEN + 1];
+} JqQueuePolicy;
+
+static HTAB *queue_policies = NULL;
+
+/* The rotation cursor entry of queue_name, created (empty) on first use. */
+static JqQueuePolicy *
+jq_policy_entry(const char *queue_name)
+{
+	JqQueuePolicy *entry;
+	char		key[JQ_QUEUE_NAME_MAXLEN + 1];
+	bool		found;
+
+	if (queue_policies == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(key);
+		ctl.entrysize = sizeof(JqQueuePolicy);
+		ctl.hcxt = TopMemoryContext;
+		queue_policies = hash_create("jobqueue queue policies", 16, &ctl,
+									 HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	}
+	memset(key, 0, sizeof(key));
+	strlcpy(key, queue_name, sizeof(key));
+	/* a backend serving very many queues starts over rather than grow */
+	if (hash_get_num_entries(queue_policies) >= 1024 &&
+		hash_search(queue_policies, key, HASH_FIND, NULL) == NULL)
+	{
+		hash_destroy(queue_policies);
+		queue_policies = NULL;
+		return jq_policy_entry(queue_name);
+	}
+	entry = hash_search(queue_policies, key, HASH_ENTER, &found);
+	if (!found)
+		entry->has_cursor = false;
+	return entry;
+}
+
+/* The claim statement of a queue with these settings */
+static JqClaimKind
+jq_settings_claim_kind(const JqQueueSettings *settings)
+{
+	if (settings->ordered)
+		return JQ_CLAIM_ORDERED;
+	if (settings->group_policy)
+		return JQ_CLAIM_GROUPS;
+	if (settings->aged)
+		return JQ_CLAIM_AGED;
+	return JQ_CLAIM_PLAIN;
+}
+
+/*
+ * The claim statement queue_name needs; raises the unknown-queue error when
+ * it does not exist.  May replace SPI_tuptable (jq_queue_settings).
+ */
+static JqClaimKind
+jq_queue_claim_kind(const char *queue_name)
+{
+	const JqQueueSettings *settings = jq_queue_settings(queue_name);
+
+	if (!settings->exists)
+		jq_raise_unknown_queue(queue_name);
+	return jq_settings_claim_kind(settings);
+}
+
+/*
+ * The claim statement jq_claim runs for queue_name (which must exist), for
+ * jq_explain_claim: JQ_PLAN_CLAIM on a schema from before 1.2, otherwise
+ * the statement of the queue's policy.
+ */
+JqPlanId
+jq_claim_plan_of(const char *queue_name)
+{
+	if (!jq_ordering_installed())
+		return JQ_PLAN_CLAIM;
+	switch (jq_queue_claim_kind(queue_name))
+	{
+		case JQ_CLAIM_GROUPS:
+			return JQ_PLAN_CLAIM_GROUPS;
+		case JQ_CLAIM_ORDERED:
+			return JQ_PLAN_CLAIM_ORDERED;
+		case JQ_CLAIM_AGED:
+			return JQ_PLAN_CLAIM_AGED;
+		case JQ_CLAIM_PLAIN:
+			break;
+	}
+	return JQ_PLAN_CLAIM_PLAIN;
+}
+
+/* Claim order of two leased jobs (columns 6 and 7: priority, available_at) */
+static int
+jq_claim_order_cmp(const void *a, const void *b, void *arg)
+{
+	TupleDesc	tupdesc = (TupleDesc) arg;
+	HeapTuple	ta = *(const HeapTuple *) a;
+	HeapTuple	tb = *(const HeapTuple *) b;
+	bool		isnull;
+	int32		pa = DatumGetInt32(SPI_getbinval(ta, tupdesc, 6, &isnull));
+	int32		pb = DatumGetInt32(SPI_getbinval(tb, tupdesc, 6, &isnull));
+	TimestampTz aa;
+	TimestampTz ab;
+	int64		ia;
+	int64		ib;
+
+	if (pa != pb)
+		return pa > pb ? -1 : 1;	/* priority DESC */
+	aa = DatumGetTimestampTz(SPI_getbinval(ta, tupdesc, 7, &isnull));
+	ab = DatumGetTimestampTz(SPI_getbinval(tb, tupdesc, 7, &isnull));
+	if (aa != ab)
+		return aa < ab ? -1 : 1;
+	ia = DatumGetInt64(SPI_getbinval(ta, tupdesc, 1, &isnull));
+	ib = DatumGetInt64(SPI_getbinval(tb, tupdesc, 1, &isnull));
+	return ia < ib ? -1 : (ia > ib ? 1 : 0);
+}
+
+/*
+ * The claim of a queue without a policy (JQ_PLAN_CLAIM_PLAIN): the lease
+ * ends at now + LEAST(lease or the queue's lease_duration, max_runtime),
+ * computed here from the cached settings, in the session's time zone as
+ * the SQL expression would; the jobs come back in id order and are put in
+ * claim order.
+ */
+static void
+jq_claim_plain(const JqQueueSettings *settings, Datum *values,
+			   const char *nulls)
+{
+	Datum		pvalues[5];
+	Datum		lease;
+
+	memcpy(pvalues, values, sizeof(pvalues));
+	lease = nulls[3] == JQ_ISNULL ?
+		IntervalPGetDatum(&settings->lease_duration) : values[3];
+	lease = DirectFunctionCall2(interval_smaller, lease,
+								IntervalPGetDatum(&settings->max_runtime));
+	pvalues[3] = DirectFunctionCall2(timestamptz_pl_interval, values[4], lease);
+	jq_execute(JQ_PLAN_CLAIM_PLAIN, pvalues, NULL, SPI_OK_UPDATE_RETURNING);
+	if (SPI_processed > 1)
+		qsort_arg(SPI_tuptable->vals, SPI_processed, sizeof(HeapTuple),
+				  jq_claim_order_cmp, SPI_tuptable->tupdesc);
+}
+
+/*
+ * Run the claim statement of kind with jq_claim's parameters (values and
+ * nulls: queue, n, owner, lease, now); the group claims also get the
+ * backend's rotation cursor, and move it to the last group served.
+ */
+static void
+jq_claim_run(JqClaimKind kind, const JqQueueSettings *settings,
+			 const char *queue_name, Datum *values, const char *nulls)
+{
+	JqQueuePolicy *entry;
+	Datum		gvalues[6];
+	char		gnulls[6];
+	int64		last_pos = 0;
+	uint64		i;
+	JqPlanId	plan = JQ_PLAN_CLAIM_GROUPS;
+
+	switch (kind)
+	{
+		case JQ_CLAIM_PLAIN:
+			jq_claim_plain(settings, values, nulls);
+			return;
+		case JQ_CLAIM_AGED:
+			jq_execute(JQ_PLAN_CLAIM_AGED, values, nulls, SPI_OK_SELECT);
+			return;
+		case JQ_CLAIM_GROUPS:
+			break;
+		case JQ_CLAIM_ORDERED:
+			plan = JQ_PLAN_CLAIM_ORDERED;
+			break;
+	}
+
+	/* the rotation cursor: looked up only by the claims that rotate */
+	entry = jq_policy_entry(queue_name);
+	memcpy(gvalues, values, 5 * sizeof(Datum));
+	memcpy(gnulls, nulls, 5);
+	if (entry->has_cursor)
+	{
+		gvalues[5] = CStringGetTextDatum(entry->cursor);
+		gnulls[5] = JQ_NOTNULL;
+	}
+	else
+	{
+		gvalues[5] = (Datum) 0;
+		gnulls[5] = JQ_ISNULL;
+	}
+	jq_execute(plan, gvalues, gnulls, SPI_OK_SELECT);
+
+	/* the cursor moves to the group served last in rotation order */
+	for (i = 0; i < SPI_processed; i++)
+	{
+		int64		pos = DatumGetInt64(jq_result(i, 7));
+
+		if (pos > last_pos)
+		{
+			char	   *key = jq_result_name(i, 6);
+
+			last_pos = pos;
+			strlcpy(entry->cursor, key, sizeof(entry->cursor));
+			entry->has_cursor = true;
+		}
+	}
+}
+
+/*
+ * Lease up to n jobs of queue_name with the statement its policy needs.
+ * values and nulls are JQ_PLAN_CLAIM's parameters.  The leased jobs are in
+ * SPI_tuptable, their first five columns those of jq_claim; returns their
+ * number.  When it is 0 the queue has been checked to exist (the error for
+ * an unknown queue is raised here).
+ */
+static uint64
+jq_claim_execute(const char *queue_name, Datum *values, const char *nulls)
+{
+	const JqQueueSettings *settings;
+
+	/* a schema from before 1.2: the claim of 1.1 */
+	if (!jq_ordering_installed())
+	{
+		jq_execute(JQ_PLAN_CLAIM, values, nulls, SPI_OK_SELECT);
+		if (SPI_processed > 0)
+			return SPI_processed;
+		jq_require_queue(queue_name);
+		return 0;
+	}
+
+	settings = jq_queue_settings(queue_name);
+	if (!settings->exists)
+		jq_raise_unknown_queue(queue_name);
+	if (settings->paused)
+		return 0;
+	jq_claim_run(jq_settings_claim_kind(settings), settings, queue_name,
+				 values, nulls);
+	return SPI_processed;
+}
+
+/*
+ * Check the claim arguments of fcinfo into *args: queue_name in argument
+ * queue_argno, then n, owner and lease in arguments n_argno .. n_argno + 2.
+ * n may be 0 when allow_zero.
+ */
+void
+jq_claim_args(FunctionCallInfo fcinfo, int queue_argno, int n_argno,
+			  bool allow_zero, JqClaimArgs *args)
+{
+	args->queue_name = jq_arg_queue_name(fcinfo, queue_argno);
+	if (allow_zero)
+		args->n = jq_arg_nonnegative_int4(fcinfo, n_argno, "n");
+	else
+		args->n = jq_arg_positive_int4(fcinfo, n_argno, "n");
+	if (args->n > jq_max_claim_batch)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("n must not exceed jobqueue.max_claim_batch (%d)",
+						jq_max_claim_batch),
+				 errdetail("The value given was %d.", args->n),
+				 errhint("Claim in smaller batches, or raise jobqueue.max_claim_batch.")));
+	args->owner = jq_arg_nonempty_text(fcinfo, n_argno + 1, "owner", JQ_OWNER_MAXLEN);
+	args->lease = jq_arg_interval(fcinfo, n_argno + 2, "lease", true, false);
+}
+
+/*
+ * Lease up to args->n (at least 1) jobs of args->queue_name at now, under
+ * the rules of jq_claim: the statement of the queue's ordering policy
+ * (jq_claim_execute), its rate limit, a paused queue claims nothing, an
+ * unknown queue is an error.  The jobs go into tupstore (rows of jq_claim's
+ * result type tupdesc), in claim order; returns their number.  Counts the
+ * jobs claimed and the claim call, and notes the activity for the worker
+ * pool.  Must be called while connected to SPI; SPI_tuptable is replaced.
+ */
+uint64
+jq_claim_batch(const JqClaimArgs *args, TimestampTz now,
+			   Tuplestorestate *tupstore, TupleDesc tupdesc)
+{
+	const char *queue_name = args->queue_name;
+	Datum		values[5];
+	char		nulls[5] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL};
+	uint64		i;
+	volatile uint64 nclaimed = 0;
+	instr_time	start;
+	double		rate;
+	int			burst;
+	int			bucket = -1;
+	volatile int32 reserved = args->n;
+
+	Assert(args->n > 0);
+	jq_count_start(&start);
+	values[0] = CStringGetTextDatum(queue_name);
+	values[1] = Int32GetDatum(args->n);
+	values[2] = PointerGetDatum(args->owner);
+	values[3] = PointerGetDatum(args->lease);
+	if (args->lease == NULL)
+		nulls[3] = JQ_ISNULL;
+	values[4] = TimestampTzGetDatum(now);
+
+	/*
+	 * A rate-limited queue: reserve tokens (never waiting), claim at most
+	 * that many, give back the rest -- also when the statement fails.
+	 */
+	if (jq_rate_policy(queue_name, &rate, &burst))
+	{
+		reserved = jq_rate_reserve(queue_name, rate, burst, args->n, &bucket);
+		if (reserved == 0)
+		{
+			jq_count_call(queue_name, JQ_CTR_CLAIM_CALLS, &start);
+			return 0;
+		}
+		values[1] = Int32GetDatum(reserved);
+	}
+	PG_TRY();
+	{
+		/* the statement of the queue's policy (ordering.c) */
+		nclaimed = jq_claim_execute(queue_name, values, nulls);
+	}
+	PG_CATCH();
+	{
+		jq_rate_return(bucket, reserved, reserved);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	jq_rate_return(bucket, reserved, reserved - (int) nclaimed);
+	jq_count(queue_name, JQ_CTR_CLAIMED, (int64) nclaimed);
+	/* leases that may expire: the worker pool should come by soon */
+	if (nclaimed > 0)
+		jq_note_activity();
+	for (i = 0; i < nclaimed; i++)
+	{
+		Datum		row[5];
+		bool		rownulls[5];
+		int			col;
+
+		/* the first five columns; a statement may return more */
+		for (col = 0; col < 5; col++)
+			row[col] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
+									 col + 1, &rownulls[col]);
+		tuplestore_putvalues(tupstore, tupdesc, row, rownulls);
+	}
+	jq_count_call(queue_name, JQ_CTR_CLAIM_CALLS, &start);
+	return nclaimed;
+}

@@ -1,0 +1,353 @@
+/*-------------------------------------------------------------------------
+ *
+ * outcome.c
+ *	  What every job transition shares, below the SQL entry points: the
+ *	  lookup of a queue that must exist, the noting of a statement's
+ *	  outcome (event counters, wake-ups, finished-notifications and the
+ *	  resolution of dependents), and the length of a job's error history.
+ *
+ * Every statement that moves jobs returns the outcome columns first
+ * (JQ_OUTCOME_SQL in plans.c); the entry points (lifecycle.c, admin.c,
+ * maintenance.c, results.c, dependencies.c) and the claim pipeline
+ * (claim.c) hand that result to jq_note_outcome.  The release and
+ * cancellation of dependents is part of noting an outcome: a finished job
+ * with dependents resolves them here, level by level, and notes the
+ * outcome of each level in turn.  Nothing here calls back up into the
+ * entry points or the policies.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "jobqueue.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "miscadmin.h"
+#include "utils/guc.h"
+#include "utils/timestamp.h"
+
+/* Rows of job_dependencies deleted per statement when a job succeeds */
+#define JQ_RELEASE_BATCH 1000
+
+/* Entries kept in a job's error history (jobqueue.error_history) */
+int			jq_error_history = 10;
+
+/* Define the GUC of the error history.  Called from _PG_init. */
+void
+jq_outcome_guc_init(void)
+{
+	DefineCustomIntVariable("jobqueue.error_history",
+							"Number of failures kept in a job's error history.",
+							"Older entries are dropped, newest are kept.",
+							&jq_error_history,
+							10, 1, 1000,
+							PGC_USERSET, 0,
+							NULL, NULL, NULL);
+}
+
+/*
+ * The events of one row of an outcome: job moved by transition t into
+ * status (NULL: the caller's request was refused).
+ */
+static void
+jq_count_outcome(JqTransition t, const char *queue_name, const char *status,
+				 int64 n)
+{
+	if (status == NULL)
+	{
+		if (t == JQ_TR_COMPLETE)
+			jq_count(queue_name, JQ_CTR_COMPLETE_FENCED, n);
+		else if (t == JQ_TR_HEARTBEAT)
+			jq_count(queue_name, JQ_CTR_HEARTBEAT_REFUSED, n);
+		return;
+	}
+	switch (t)
+	{
+		case JQ_TR_ENQUEUE:
+			jq_count(queue_name, JQ_CTR_ENQUEUED, n);
+			return;
+		case JQ_TR_COMPLETE:
+			jq_count(queue_name, JQ_CTR_COMPLETED, n);
+			return;
+		case JQ_TR_FAIL_RETRYABLE:
+			jq_count(queue_name, JQ_CTR_FAILED_RETRYABLE, n);
+			break;
+		case JQ_TR_FAIL_PERMANENT:
+			jq_count(queue_name, JQ_CTR_FAILED_PERMANENT, n);
+			break;
+		case JQ_TR_REAP:
+			jq_count(queue_name, JQ_CTR_LEASES_EXPIRED, n);
+			break;
+		case JQ_TR_REPLAY:
+			jq_count(queue_name, JQ_CTR_REPLAYED, n);
+			return;
+		default:
+			return;				/* heartbeat, release, cancel */
+	}
+	/* a failed attempt: retried or dead */
+	jq_count(queue_name, strcmp(status, "dead") == 0 ?
+			 JQ_CTR_DEAD_LETTERED : JQ_CTR_RETRIES_SCHEDULED, n);
+}
+
+/*
+ * Note what a statement of transition t did, from its result in
+ * SPI_tuptable, whose first columns are the outcome (see JQ_OUTCOME_SQL in
+ * plans.c): count the events per queue, and wake the listeners of each
+ * queue in which a job became ready -- or, when woken is not NULL, add the
+ * queue to *woken once (allocated in woken_cxt) for the caller to
+ * announce.  Announce the jobs that finished in a queue with
+ * notify_finished, and resolve the dependents of jobs that finished (see
+ * dependencies.c; SPI_tuptable is the caller's again afterwards).  nasked
+ * jobs were asked for by id; those without a row are counted as refused
+ * with the queue unknown.  Must be called while connected to SPI.
+ *
+ * Returns the number of jobs moved (rows with a status).  *first_queue, if
+ * not NULL, receives the first queue of the result (in SPI memory), or NULL.
+ */
+uint64
+jq_note_outcome(JqTransition t, uint64 nasked, List **woken,
+				MemoryContext woken_cxt, char **first_queue)
+{
+	bool		counting = jq_counting();
+	uint64		moved = 0;
+	uint64		i;
+	/* the current run of rows with the same queue and status */
+	char	   *run_queue = NULL;
+	char	   *run_status = NULL;
+	int64		run_n = 0;
+	Datum		prev_queue = (Datum) 0;
+	bool		prev_queue_null = true;
+	Oid			prev_status = InvalidOid;
+	/* finished jobs that others may wait for */
+	int64	   *succeeded = NULL;
+	int64	   *failed = NULL;
+	int			nsucceeded = 0;
+	int			nfailed = 0;
+
+	if (first_queue != NULL)
+		*first_queue = NULL;
+
+	for (i = 0; i < SPI_processed; i++)
+	{
+		bool		queue_null;
+		bool		status_null;
+		Datum		queue = jq_result_nullable(i, 1, &queue_null);
+		Datum		status = jq_result_nullable(i, 2, &status_null);
+		Oid			status_oid = status_null ? InvalidOid : DatumGetObjectId(status);
+		bool		same;
+
+		if (!status_null)
+			moved++;
+
+		/* rows come in runs of one queue: look at the name only when it changes */
+		same = (i > 0 && queue_null == prev_queue_null &&
+				(queue_null ||
+				 (VARSIZE_ANY_EXHDR(DatumGetPointer(queue)) ==
+				  VARSIZE_ANY_EXHDR(DatumGetPointer(prev_queue)) &&
+				  memcmp(VARDATA_ANY(DatumGetPointer(queue)),
+						 VARDATA_ANY(DatumGetPointer(prev_queue)),
+						 VARSIZE_ANY_EXHDR(DatumGetPointer(queue))) == 0)));
+		if (!same)
+		{
+			if (counting && run_n > 0)
+				jq_count_outcome(t, run_queue, run_status, run_n);
+			run_n = 0;
+			run_queue = queue_null ? NULL : jq_result_name(i, 1);
+			run_status = status_null ? NULL : jq_result_name(i, 2);
+			prev_queue = queue;
+			prev_queue_null = queue_null;
+			prev_status = status_oid;
+			if (i == 0 && first_queue != NULL)
+				*first_queue = run_queue;
+		}
+		else if (status_oid != prev_status)
+		{
+			if (counting && run_n > 0)
+				jq_count_outcome(t, run_queue, run_status, run_n);
+			run_n = 0;
+			run_status = status_null ? NULL : jq_result_name(i, 2);
+			prev_status = status_oid;
+		}
+		run_n++;
+
+		if (jq_result_bool(i, JQ_OUTCOME_FINISHED) ||
+			(jq_result_bool(i, JQ_OUTCOME_DEPENDENTS) &&
+			 t != JQ_TR_DEPENDENCIES_MET && t != JQ_TR_DEPENDENCY_FAILED))
+		{
+			int64		id = DatumGetInt64(jq_result(i, JQ_OUTCOME_ID));
+			char	   *status = jq_result_name(i, JQ_OUTCOME_STATUS);
+
+			if (jq_result_bool(i, JQ_OUTCOME_FINISHED))
+				jq_wakeup_finished(id, status);
+			/* the dependency transitions resolve their own levels */
+			if (jq_result_bool(i, JQ_OUTCOME_DEPENDENTS) &&
+				t != JQ_TR_DEPENDENCIES_MET && t != JQ_TR_DEPENDENCY_FAILED)
+			{
+				if (succeeded == NULL)
+				{
+					succeeded = palloc(sizeof(int64) * SPI_processed);
+					failed = palloc(sizeof(int64) * SPI_processed);
+				}
+				if (strcmp(status, "succeeded") == 0)
+					succeeded[nsucceeded++] = id;
+				else
+					failed[nfailed++] = id;
+			}
+		}
+
+		if (jq_result_bool(i, JQ_OUTCOME_WAKE) && run_queue != NULL)
+		{
+			if (woken == NULL)
+				jq_wakeup_queue(run_queue);
+			else
+			{
+				ListCell   *lc;
+				bool		seen = false;
+
+				foreach(lc, *woken)
+				{
+					if (strcmp((char *) lfirst(lc), run_queue) == 0)
+					{
+						seen = true;
+						break;
+					}
+				}
+				if (!seen)
+				{
+					MemoryContext oldcontext = MemoryContextSwitchTo(woken_cxt);
+
+					*woken = lappend(*woken, pstrdup(run_queue));
+					MemoryContextSwitchTo(oldcontext);
+				}
+			}
+		}
+	}
+	if (counting && run_n > 0)
+		jq_count_outcome(t, run_queue, run_status, run_n);
+	if (counting && nasked > SPI_processed)
+		jq_count_outcome(t, NULL, NULL, (int64) (nasked - SPI_processed));
+	if (nsucceeded > 0 || nfailed > 0)
+		jq_dependencies_resolve(succeeded, nsucceeded, failed, nfailed,
+								woken, woken_cxt);
+	return moved;
+}
+
+/*
+ * Error out if queue_name does not exist.  Used when a statement returned
+ * no rows, to tell "nothing to do" from "no such queue" without paying for
+ * a second lookup on the common path.  Returns the queue's notify setting.
+ */
+bool
+jq_require_queue(const char *queue_name)
+{
+	Datum		values[1];
+
+	values[0] = CStringGetTextDatum(queue_name);
+	jq_execute(JQ_PLAN_QUEUE_EXISTS, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		jq_raise_unknown_queue(queue_name);
+	return jq_result_bool(0, 2);
+}
+
+/*
+ * The id of the job of queue (text) that holds idempotency key (text): the
+ * enqueue that found the key taken returns it.  Connected to SPI.
+ */
+int64
+jq_job_with_key(Datum queue, Datum key)
+{
+	Datum		values[2];
+
+	values[0] = queue;
+	values[1] = key;
+	jq_execute(JQ_PLAN_ENQUEUE_EXISTING, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not enqueue job: the job with this idempotency key was deleted concurrently"),
+				 errhint("Retry the transaction.")));
+	return DatumGetInt64(jq_result(0, 1));
+}
+
+static ArrayType *
+jq_int64_array(const int64 *ids, int n)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * Max(n, 1));
+	int			i;
+
+	for (i = 0; i < n; i++)
+		elems[i] = Int64GetDatum(ids[i]);
+	return construct_array(elems, n, INT8OID, sizeof(int64), FLOAT8PASSBYVAL,
+						   TYPALIGN_DOUBLE);
+}
+
+/*
+ * Resolve the dependents of jobs that finished in this transaction: those
+ * of succeeded[] are released (or counted closer to release), those of
+ * failed[] (dead or cancelled) cancelled, transitively.  Called by
+ * jq_note_outcome while connected to SPI; SPI_tuptable and SPI_processed
+ * are the caller's again on return.  Wake-ups go to *woken as in
+ * jq_note_outcome.
+ */
+void
+jq_dependencies_resolve(const int64 *succeeded, int nsucceeded,
+						const int64 *failed, int nfailed,
+						List **woken, MemoryContext woken_cxt)
+{
+	SPITupleTable *saved_tuptable = SPI_tuptable;
+	uint64		saved_processed = SPI_processed;
+	TimestampTz now = GetCurrentTimestamp();
+	Datum		values[3];
+
+	if (nsucceeded > 0)
+	{
+		values[0] = PointerGetDatum(jq_int64_array(succeeded, nsucceeded));
+		values[1] = TimestampTzGetDatum(now);
+		values[2] = Int32GetDatum(JQ_RELEASE_BATCH);
+		for (;;)
+		{
+			jq_execute(JQ_PLAN_DEPENDENTS_RELEASE, values, NULL,
+					   SPI_OK_UPDATE_RETURNING);
+			if (SPI_processed == 0)
+				break;
+			(void) jq_note_outcome(JQ_TR_DEPENDENCIES_MET, 0, woken, woken_cxt,
+								   NULL);
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+
+	if (nfailed > 0)
+	{
+		int64	   *level = palloc(sizeof(int64) * nfailed);
+		int			nlevel = nfailed;
+
+		memcpy(level, failed, sizeof(int64) * nfailed);
+		values[1] = TimestampTzGetDatum(now);
+		values[2] = Int32GetDatum(jq_error_history);
+		while (nlevel > 0)
+		{
+			int64	   *next;
+			int			nnext = 0;
+			uint64		i;
+
+			values[0] = PointerGetDatum(jq_int64_array(level, nlevel));
+			jq_execute(JQ_PLAN_DEPENDENTS_CANCEL, values, NULL,
+					   SPI_OK_UPDATE_RETURNING);
+			next = palloc(sizeof(int64) * Max(SPI_processed, 1));
+			for (i = 0; i < SPI_processed; i++)
+			{
+				if (jq_result_bool(i, JQ_OUTCOME_DEPENDENTS))
+					next[nnext++] = DatumGetInt64(jq_result(i, JQ_OUTCOME_ID));
+			}
+			(void) jq_note_outcome(JQ_TR_DEPENDENCY_FAILED, 0, woken, woken_cxt,
+								   NULL);
+			level = next;
+			nlevel = nnext;
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+
+	SPI_tuptable = saved_tuptable;
+	SPI_processed = saved_processed;
+}
