@@ -711,6 +711,26 @@ FROM (VALUES
 ORDER BY v.ord;
 
 --------------------------------------------------------------------------
+-- 1.4: listing jobs and schedules, stack traces of failures
+--------------------------------------------------------------------------
+SELECT v.label, pg_temp.try(v.stmt) AS result
+FROM (VALUES
+		(1, 'jobs(NULL queue)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_jobs(NULL)$$),
+		(2, 'jobs(1 MB queue)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_jobs(pg_catalog.repeat('q', 1024 * 1024))$$),
+		(3, 'jobs(queue name is SQL)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_jobs('x''; DROP TABLE jobqueue.jobs; --')$$),
+		(4, 'jobs(int max page)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_jobs('hostile', max_jobs => 2147483647)$$),
+		(5, 'jobs(int min page)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_jobs('hostile', max_jobs => -2147483648)$$),
+		(6, 'jobs(bigint min before)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_jobs('hostile', before_id => -9223372036854775808)$$),
+		(7, 'jobs(bigint max before)', $$SELECT pg_catalog.count(*) >= 0 FROM jobqueue.jq_jobs('hostile', before_id => 9223372036854775807)$$),
+		(8, 'jobs(1 MB group key)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_jobs('hostile', group_key => pg_catalog.repeat('g', 1024 * 1024))$$),
+		(9, 'jobs(1 MB error code)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_jobs('hostile', error_code => pg_catalog.repeat('E', 1024 * 1024))$$),
+		(10, 'jobs(group key is SQL)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_jobs('hostile', group_key => 'x''; DROP TABLE jobqueue.jobs; --')$$),
+		(11, 'schedules()', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_schedules()$$),
+		(12, 'fail(stack on unknown job)', $$SELECT jobqueue.jq_fail(-1, 1, 'E', 'm', stack => pg_catalog.repeat('s', 1024 * 1024))$$))
+	AS v(ord, label, stmt)
+ORDER BY v.ord;
+
+--------------------------------------------------------------------------
 -- Every function of the extension was called above.  A new function must
 -- be added to this test (and to this list) with its own hostile calls.
 --------------------------------------------------------------------------
@@ -735,7 +755,8 @@ WHERE d.classid = 'pg_catalog.pg_proc'::regclass AND d.deptype = 'e'
 						  'jq_progress', 'jq_job',
 						  'jq_group_stats', 'jq_group_count',
 						  'jq_cron_next', 'jq_schedule', 'jq_unschedule',
-						  'jq_run_schedules', 'jq_rate_limits')
+						  'jq_run_schedules', 'jq_rate_limits',
+						  'jq_jobs', 'jq_schedules')
 ORDER BY 1;
 
 -- clean up

@@ -6,3 +6,189 @@
 -- 1.4 is about trust under real conditions: group bookkeeping that cannot
 -- drift or deadlock, and what operators and clients need to run it.  A
 -- fresh CREATE EXTENSION runs 1.0 and every upgrade script up to this one.
+
+------------------------------------------------------------------------------
+-- Operators see what they manage: stack traces of failures, jq_jobs,
+-- jq_schedules
+------------------------------------------------------------------------------
+
+/*
+ * jq_fail keeps a stack trace next to the message in the history entry
+ * (the field "stack"), cut to jobqueue.max_error_stack_size bytes on a
+ * character boundary.  New argument last, so every call that worked goes
+ * on working; the EXECUTE rights on the old definition carry over.
+ */
+CREATE FUNCTION jobqueue.jq_fail(
+	id bigint,
+	token bigint,
+	error_code text,
+	error_message text DEFAULT NULL,
+	retryable boolean DEFAULT true,
+	retry_in interval DEFAULT NULL,
+	error_detail jsonb DEFAULT NULL,
+	stack text DEFAULT NULL)
+RETURNS jobqueue.job_status
+AS 'MODULE_PATHNAME', 'jq_fail'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION jobqueue.jq_fail(bigint, bigint, text, text, boolean, interval, jsonb, text) IS
+	'record a failed attempt (error_detail and the stack trace are kept in the history entry); returns pending (retry scheduled), dead, or NULL when fenced';
+REVOKE ALL ON FUNCTION jobqueue.jq_fail(bigint, bigint, text, text, boolean, interval, jsonb, text) FROM PUBLIC;
+
+DO $$
+DECLARE
+	r record;
+BEGIN
+	FOR r IN
+		SELECT a.grantee::pg_catalog.regrole AS grantee
+		FROM pg_catalog.pg_proc p
+		CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+		WHERE p.oid = 'jobqueue.jq_fail(bigint, bigint, text, text, boolean, interval, jsonb)'::pg_catalog.regprocedure
+		  AND a.privilege_type = 'EXECUTE' AND a.grantee <> 0 AND a.grantee <> p.proowner
+	LOOP
+		EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s',
+			'jobqueue.jq_fail(bigint, bigint, text, text, boolean, interval, jsonb, text)',
+			r.grantee);
+	END LOOP;
+END
+$$;
+
+DROP FUNCTION jobqueue.jq_fail(bigint, bigint, text, text, boolean, interval, jsonb);
+
+/*
+ * A queue's finished jobs by id, for jq_jobs: newest first and keyset
+ * pages at any table size.  The unfinished ones are found through the
+ * partial indexes of their status (their number is the backlog); the
+ * finished ones are most of the table.  Only the row version written by
+ * the end of a job (succeeded, cancelled or dead) gets an entry: one
+ * index insert per job, none for a job of a queue that keeps no history,
+ * and none for the claim's version, which every other full index pays.
+ */
+CREATE INDEX jobs_queue_finished_idx ON jobqueue.jobs (queue_name, id)
+	WHERE status IN ('succeeded', 'cancelled', 'dead');
+
+/*
+ * The jobs of a queue, newest first, in pages: the next page is
+ * before_id => the last id of this one.  The payload, result, progress and
+ * error history (and the last error message) are NULL unless the caller
+ * may read jobs' data anyway (the worker or admin rights, or SELECT on
+ * jobs.payload); see listing.c.
+ */
+CREATE FUNCTION jobqueue.jq_jobs(
+	queue_name text,
+	status jobqueue.job_status DEFAULT NULL,
+	max_jobs int DEFAULT 100,
+	before_id bigint DEFAULT NULL,
+	group_key text DEFAULT NULL,
+	error_code text DEFAULT NULL)
+RETURNS TABLE(id bigint, queue_name text, status jobqueue.job_status,
+	priority int, group_key text, attempt int, max_attempts int,
+	created_at timestamptz, available_at timestamptz,
+	started_at timestamptz, finished_at timestamptz,
+	lease_owner text, lease_expires_at timestamptz,
+	last_error_code text, last_error_message text,
+	payload jsonb, result jsonb, progress jsonb, errors jsonb)
+AS 'MODULE_PATHNAME', 'jq_jobs'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp ROWS 100;
+COMMENT ON FUNCTION jobqueue.jq_jobs(text, jobqueue.job_status, int, bigint, text, text) IS
+	'a queue''s jobs, newest first, max_jobs at a time before before_id, optionally of one status, group or last error code; payloads, results and errors only for roles that may read them';
+REVOKE ALL ON FUNCTION jobqueue.jq_jobs(text, jobqueue.job_status, int, bigint, text, text) FROM PUBLIC;
+
+CREATE FUNCTION jobqueue.jq_schedules()
+RETURNS TABLE(schedule_name text, queue_name text, cron text, timezone text,
+	enabled boolean, catch_up text, priority int,
+	next_run_at timestamptz, last_run_at timestamptz, last_job_id bigint,
+	created_at timestamptz, payload jsonb)
+AS 'MODULE_PATHNAME', 'jq_schedules'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION jobqueue.jq_schedules() IS
+	'every schedule with its next run, by name; the payload only for roles that may read jobs'' payloads';
+REVOKE ALL ON FUNCTION jobqueue.jq_schedules() FROM PUBLIC;
+
+-- The sets of rights: jq_fail's new signature; jq_jobs and jq_schedules
+-- for admins and monitors ...
+CREATE OR REPLACE FUNCTION jobqueue.jq_role_functions(kind text)
+RETURNS SETOF regprocedure
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF kind IS NULL THEN
+		RAISE EXCEPTION 'kind must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	RETURN QUERY
+		SELECT r.p FROM pg_catalog.unnest(CASE kind
+			WHEN 'producer' THEN ARRAY[
+				'jobqueue.jq_enqueue(text, jsonb, integer, timestamp with time zone, integer, text, bigint[], text)',
+				'jobqueue.jq_enqueue_many(text, jsonb[], integer, timestamp with time zone, bigint[], text[])',
+				'jobqueue.jq_job(bigint)']
+			WHEN 'worker' THEN ARRAY[
+				'jobqueue.jq_claim(text, integer, text, interval)',
+				'jobqueue.jq_complete(bigint, bigint, jsonb)',
+				'jobqueue.jq_complete_many(bigint[], bigint[], jsonb[])',
+				'jobqueue.jq_complete_and_claim(text, bigint[], bigint[], integer, text, interval, jsonb[])',
+				'jobqueue.jq_fail(bigint, bigint, text, text, boolean, interval, jsonb, text)',
+				'jobqueue.jq_heartbeat(bigint, bigint, interval)',
+				'jobqueue.jq_release(bigint, bigint, interval)',
+				'jobqueue.jq_progress(bigint, bigint, jsonb)',
+				'jobqueue.jq_job(bigint)']
+			WHEN 'admin' THEN ARRAY[
+				'jobqueue.jq_create_queue(text, integer, interval, interval, interval, interval, interval, boolean, integer, boolean, text, interval, double precision, integer)',
+				'jobqueue.jq_alter_queue(text, integer, interval, interval, interval, interval, interval, boolean, boolean, integer, boolean, text, interval, double precision, integer)',
+				'jobqueue.jq_drop_queue(text, boolean)',
+				'jobqueue.jq_pause_queue(text)',
+				'jobqueue.jq_resume_queue(text)',
+				'jobqueue.jq_cancel(bigint)',
+				'jobqueue.jq_retry(bigint, timestamp with time zone)',
+				'jobqueue.jq_retry_dead(text, text, integer)',
+				'jobqueue.jq_purge(text, interval, integer)',
+				'jobqueue.jq_reap(integer)',
+				'jobqueue.jq_explain_claim(text, integer)',
+				'jobqueue.jq_finished_count(text, jobqueue.job_status)',
+				'jobqueue.jq_counters(boolean)',
+				'jobqueue.jq_counters_reset(text)',
+				'jobqueue.jq_worker_status()',
+				'jobqueue.jq_worker_tasks()',
+				'jobqueue.jq_job(bigint)',
+				'jobqueue.jq_jobs(text, jobqueue.job_status, integer, bigint, text, text)',
+				'jobqueue.jq_group_stats(text)',
+				'jobqueue.jq_cron_next(text, timestamp with time zone, text, integer)',
+				'jobqueue.jq_schedule(text, text, text, jsonb, text, integer, text, boolean)',
+				'jobqueue.jq_unschedule(text)',
+				'jobqueue.jq_schedules()',
+				'jobqueue.jq_run_schedules()',
+				'jobqueue.jq_rate_limits()']
+			WHEN 'monitor' THEN ARRAY[
+				'jobqueue.jq_finished_count(text, jobqueue.job_status)',
+				'jobqueue.jq_counters(boolean)',
+				'jobqueue.jq_worker_status()',
+				'jobqueue.jq_worker_tasks()',
+				'jobqueue.jq_jobs(text, jobqueue.job_status, integer, bigint, text, text)',
+				'jobqueue.jq_group_stats(text)',
+				'jobqueue.jq_cron_next(text, timestamp with time zone, text, integer)',
+				'jobqueue.jq_schedules()',
+				'jobqueue.jq_rate_limits()']
+			END) AS f(name)
+		-- functions of later versions or of other features may be missing
+		CROSS JOIN LATERAL pg_catalog.to_regprocedure(f.name) AS r(p)
+		WHERE r.p IS NOT NULL;
+END
+$$;
+
+-- ... and every role that holds a set already gets the new functions: a
+-- role that may call jq_worker_status holds the admin or monitor set.
+DO $$
+DECLARE
+	r record;
+BEGIN
+	FOR r IN
+		SELECT a.grantee::pg_catalog.regrole AS grantee
+		FROM pg_catalog.pg_proc p
+		CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+		WHERE p.oid = 'jobqueue.jq_worker_status()'::pg_catalog.regprocedure
+		  AND a.privilege_type = 'EXECUTE' AND a.grantee <> 0 AND a.grantee <> p.proowner
+	LOOP
+		EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s, %s TO %s',
+			'jobqueue.jq_jobs(text, jobqueue.job_status, integer, bigint, text, text)',
+			'jobqueue.jq_schedules()', r.grantee);
+	END LOOP;
+END
+$$;

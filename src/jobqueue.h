@@ -50,6 +50,7 @@
 extern int	jq_max_claim_batch;
 extern int	jq_max_payload_size;
 extern int	jq_max_error_length;
+extern int	jq_max_error_stack_size;
 extern int	jq_error_history;
 /* GUC of results and progress (results.c) */
 extern int	jq_max_result_size;

@@ -44,11 +44,15 @@ PG_FUNCTION_INFO_V1(jq_fail);
 PG_FUNCTION_INFO_V1(jq_heartbeat);
 PG_FUNCTION_INFO_V1(jq_release);
 
+static Datum jq_arg_clipped_text(FunctionCallInfo fcinfo, int argno, int maxlen,
+								 char *isnull);
+
 
 /* Hot-path limits, all settable per session. */
 int			jq_max_claim_batch = 1000;
 int			jq_max_payload_size = 1024 * 1024;
 int			jq_max_error_length = 2048;
+int			jq_max_error_stack_size = 8192;
 
 /* Define the GUCs of the hot path.  Called from _PG_init. */
 void
@@ -76,14 +80,23 @@ jq_lifecycle_guc_init(void)
 							NULL, NULL, NULL);
 
 	/*
-	 * At most 64 kB x error_history (at most 1000) entries keeps a job's
-	 * history far below jsonb's 256 MB limit, so appending to it never fails.
+	 * At most 64 kB of message and 64 kB of stack trace x error_history (at
+	 * most 1000) entries keeps a job's history below jsonb's 256 MB limit,
+	 * so appending to it never fails.
 	 */
 	DefineCustomIntVariable("jobqueue.max_error_length",
 							"Longest error message kept in a job's history.",
 							"Longer messages are cut on a character boundary.",
 							&jq_max_error_length,
 							2048, 16, 64 * 1024,
+							PGC_USERSET, GUC_UNIT_BYTE,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("jobqueue.max_error_stack_size",
+							"Longest stack trace kept in a job's history.",
+							"Longer stack traces are cut on a character boundary.",
+							&jq_max_error_stack_size,
+							8192, 16, 64 * 1024,
 							PGC_USERSET, GUC_UNIT_BYTE,
 							NULL, NULL, NULL);
 }
@@ -690,18 +703,19 @@ jq_complete_and_claim(PG_FUNCTION_ARGS)
 
 /*
  * jq_fail(id, token, error_code, error_message, retryable, retry_in,
- *		   error_detail) returns job_status
+ *		   error_detail, stack) returns job_status
  *
  * Records the failure in the job's history (with error_detail, bounded by
- * jobqueue.max_result_size, when not NULL) and returns the new status:
+ * jobqueue.max_result_size, and the stack trace, cut to
+ * jobqueue.max_error_stack_size, when not NULL) and returns the new status:
  * pending (a retry is scheduled) or dead (not retryable, or no attempts
  * left).  NULL means the caller's lease was fenced and nothing changed.
  */
 Datum
 jq_fail(PG_FUNCTION_ARGS)
 {
-	Datum		values[9];
-	char		nulls[9] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_ISNULL};
+	Datum		values[10];
+	char		nulls[10] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_ISNULL, JQ_ISNULL};
 	Interval   *retry_in;
 	Datum		status = (Datum) 0;
 	bool		fenced;
@@ -710,21 +724,7 @@ jq_fail(PG_FUNCTION_ARGS)
 	values[1] = Int64GetDatum(jq_arg_int8(fcinfo, 1, "token"));
 	values[2] = PointerGetDatum(jq_arg_nonempty_text(fcinfo, 2, "error code",
 													 JQ_ERROR_CODE_MAXLEN));
-	if (PG_ARGISNULL(3))
-	{
-		values[3] = (Datum) 0;
-		nulls[3] = JQ_ISNULL;
-	}
-	else
-	{
-		/* keep at most max_error_length bytes, cut on a character boundary */
-		text	   *msg = PG_GETARG_TEXT_PP(3);
-		int			len = VARSIZE_ANY_EXHDR(msg);
-
-		if (len > jq_max_error_length)
-			len = pg_mbcliplen(VARDATA_ANY(msg), len, jq_max_error_length);
-		values[3] = PointerGetDatum(cstring_to_text_with_len(VARDATA_ANY(msg), len));
-	}
+	values[3] = jq_arg_clipped_text(fcinfo, 3, jq_max_error_length, &nulls[3]);
 	values[4] = jq_arg_required(fcinfo, 4, "retryable");
 	retry_in = jq_arg_interval(fcinfo, 5, "retry_in", true, true);
 	values[5] = PointerGetDatum(retry_in);
@@ -740,6 +740,9 @@ jq_fail(PG_FUNCTION_ARGS)
 		jq_check_result(values[8], "error detail");
 		nulls[8] = JQ_NOTNULL;
 	}
+	/* stack: an argument since 1.4 */
+	values[9] = jq_arg_clipped_text(fcinfo, 7, jq_max_error_stack_size,
+									&nulls[9]);
 
 	jq_spi_connect();
 	jq_execute(JQ_PLAN_FAIL, values, nulls, SPI_OK_UPDATE_RETURNING);
@@ -756,6 +759,32 @@ jq_fail(PG_FUNCTION_ARGS)
 	if (fenced)
 		PG_RETURN_NULL();
 	PG_RETURN_DATUM(status);
+}
+
+/*
+ * Text argument argno cut to at most maxlen bytes on a character boundary,
+ * or NULL (and *isnull set) when it is NULL or absent (an older definition
+ * of the function).
+ */
+static Datum
+jq_arg_clipped_text(FunctionCallInfo fcinfo, int argno, int maxlen,
+					char *isnull)
+{
+	text	   *t;
+	int			len;
+
+	if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
+	{
+		*isnull = JQ_ISNULL;
+		return (Datum) 0;
+	}
+	t = PG_GETARG_TEXT_PP(argno);
+	len = VARSIZE_ANY_EXHDR(t);
+	*isnull = JQ_NOTNULL;
+	if (len <= maxlen)
+		return PointerGetDatum(t);
+	len = pg_mbcliplen(VARDATA_ANY(t), len, maxlen);
+	return PointerGetDatum(cstring_to_text_with_len(VARDATA_ANY(t), len));
 }
 
 /*

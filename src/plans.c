@@ -573,9 +573,10 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	},
 	/*
 	 * JQ_PLAN_FAIL: $1 id, $2 token, $3 error code, $4 message, $5
-	 * retryable, $6 retry_in, $7 now, $8 history length, $9 error detail
-	 * (kept in the history entry when not NULL).  Retry when the error is
-	 * retryable and attempts are left, else dead.  Outcome.
+	 * retryable, $6 retry_in, $7 now, $8 history length, $9 error detail,
+	 * $10 stack trace (each kept in the history entry when not NULL).
+	 * Retry when the error is retryable and attempts are left, else dead.
+	 * Outcome.
 	 */
 	[JQ_PLAN_FAIL] = {
 		"UPDATE jobqueue.jobs j SET "
@@ -584,11 +585,13 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 			JQ_BACKOFF_SQL("q.backoff_base", "q.backoff_max", "j.attempt_count") ")",
 			"$3", "(" JQ_ATTEMPT_ENTRY_SQL("$7", "$3", "$4", "$5") " || "
 			"CASE WHEN $9::jsonb IS NULL THEN '{}'::jsonb "
-			"ELSE pg_catalog.jsonb_build_object('detail', $9::jsonb) END)", "$8")
+			"ELSE pg_catalog.jsonb_build_object('detail', $9::jsonb) END || "
+			"CASE WHEN $10::text IS NULL THEN '{}'::jsonb "
+			"ELSE pg_catalog.jsonb_build_object('stack', $10::text) END)", "$8")
 		"FROM jobqueue.queues q "
 		"WHERE q.queue_name = j.queue_name AND " JQ_LEASE_HELD_SQL("$1", "$2", "$7") " "
 		"RETURNING " JQ_OUTCOME_SQL("$7", "q.notify", "q.notify_finished"),
-		9, {INT8OID, INT8OID, TEXTOID, TEXTOID, BOOLOID, INTERVALOID, TIMESTAMPTZOID, INT4OID, JSONBOID},
+		10, {INT8OID, INT8OID, TEXTOID, TEXTOID, BOOLOID, INTERVALOID, TIMESTAMPTZOID, INT4OID, JSONBOID, TEXTOID},
 		.name = "fail"
 	},
 	/*

@@ -159,8 +159,8 @@ INSERT INTO fn VALUES
 	 'TABLE(id bigint, payload jsonb, attempt integer, token bigint, lease_expires_at timestamp with time zone)'),
 	(9, 'jq_complete', '{bigint,bigint,jsonb}', 'id bigint, token bigint, result jsonb DEFAULT NULL::jsonb', 'boolean'),
 	(10, 'jq_complete_many', '{bigint[],bigint[],jsonb[]}', 'ids bigint[], tokens bigint[], results jsonb[] DEFAULT NULL::jsonb[]', 'SETOF bigint'),
-	(11, 'jq_fail', '{bigint,bigint,text,text,boolean,interval,jsonb}',
-	 'id bigint, token bigint, error_code text, error_message text DEFAULT NULL::text, retryable boolean DEFAULT true, retry_in interval DEFAULT NULL::interval, error_detail jsonb DEFAULT NULL::jsonb',
+	(11, 'jq_fail', '{bigint,bigint,text,text,boolean,interval,jsonb,text}',
+	 'id bigint, token bigint, error_code text, error_message text DEFAULT NULL::text, retryable boolean DEFAULT true, retry_in interval DEFAULT NULL::interval, error_detail jsonb DEFAULT NULL::jsonb, stack text DEFAULT NULL::text',
 	 'jobqueue.job_status'),
 	(12, 'jq_heartbeat', '{bigint,bigint,interval}',
 	 'id bigint, token bigint, extend interval DEFAULT NULL::interval', 'timestamp with time zone'),
@@ -180,7 +180,12 @@ INSERT INTO fn VALUES
 	 'TABLE(id bigint, queue_name text, status jobqueue.job_status, attempt integer, max_attempts integer, priority integer, result jsonb, progress jsonb, last_error_code text, errors jsonb, created_at timestamp with time zone, available_at timestamp with time zone, started_at timestamp with time zone, finished_at timestamp with time zone, waiting_for bigint[])'),
 	(22, 'jq_complete_and_claim', '{text,bigint[],bigint[],integer,text,interval,jsonb[]}',
 	 'queue_name text, ids bigint[], tokens bigint[], n integer, owner text, lease interval DEFAULT NULL::interval, results jsonb[] DEFAULT NULL::jsonb[]',
-	 'TABLE(id bigint, payload jsonb, attempt integer, token bigint, lease_expires_at timestamp with time zone)');
+	 'TABLE(id bigint, payload jsonb, attempt integer, token bigint, lease_expires_at timestamp with time zone)'),
+	(23, 'jq_jobs', '{text,jobqueue.job_status,integer,bigint,text,text}',
+	 'queue_name text, status jobqueue.job_status DEFAULT NULL::jobqueue.job_status, max_jobs integer DEFAULT 100, before_id bigint DEFAULT NULL::bigint, group_key text DEFAULT NULL::text, error_code text DEFAULT NULL::text',
+	 'TABLE(id bigint, queue_name text, status jobqueue.job_status, priority integer, group_key text, attempt integer, max_attempts integer, created_at timestamp with time zone, available_at timestamp with time zone, started_at timestamp with time zone, finished_at timestamp with time zone, lease_owner text, lease_expires_at timestamp with time zone, last_error_code text, last_error_message text, payload jsonb, result jsonb, progress jsonb, errors jsonb)'),
+	(24, 'jq_schedules', '{}', '',
+	 'TABLE(schedule_name text, queue_name text, cron text, timezone text, enabled boolean, catch_up text, priority integer, next_run_at timestamp with time zone, last_run_at timestamp with time zone, last_job_id bigint, created_at timestamp with time zone, payload jsonb)');
 
 -- the function of each row, by its argument types
 CREATE FUNCTION pg_temp.fn_oid(fname name, argtypes name[]) RETURNS regprocedure
@@ -198,7 +203,7 @@ SELECT function_returns('jobqueue', 'jq_claim', ARRAY['text', 'integer', 'text',
 SELECT function_returns('jobqueue', 'jq_complete_and_claim',
 	ARRAY['text', 'bigint[]', 'bigint[]', 'integer', 'text', 'interval', 'jsonb[]'], 'setof record');
 SELECT function_returns('jobqueue', 'jq_fail',
-	ARRAY['bigint', 'bigint', 'text', 'text', 'boolean', 'interval', 'jsonb'], 'jobqueue.job_status');
+	ARRAY['bigint', 'bigint', 'text', 'text', 'boolean', 'interval', 'jsonb', 'text'], 'jobqueue.job_status');
 SELECT function_lang_is('jobqueue', name, argtypes, 'c') FROM fn ORDER BY ord;
 SELECT volatility_is('jobqueue', name, argtypes, 'volatile') FROM fn ORDER BY ord;
 SELECT is_definer('jobqueue', name, argtypes) FROM fn ORDER BY ord;
@@ -220,7 +225,7 @@ SELECT is((SELECT count(*)::int FROM pg_depend d
 	  AND ((d.classid = 'pg_proc'::regclass AND d.objid IN (SELECT pg_temp.fn_oid(name, argtypes) FROM fn))
 	    OR (d.classid = 'pg_class'::regclass AND d.objid IN ('jobqueue.jobs'::regclass, 'jobqueue.queues'::regclass))
 	    OR (d.classid = 'pg_type'::regclass AND d.objid = 'jobqueue.job_status'::regtype))),
-	25, 'the 22 functions, 2 tables and the enum belong to the extension');
+	27, 'the 24 functions, 2 tables and the enum belong to the extension');
 -- jq_complete_and_claim (1.3): not for PUBLIC, in the worker's set of rights
 SELECT ok(NOT has_function_privilege('public',
 	'jobqueue.jq_complete_and_claim(text, bigint[], bigint[], integer, text, interval, jsonb[])', 'EXECUTE'),
@@ -317,6 +322,13 @@ FROM (SELECT tg.oid, tg.tgname, e.expected
 		('jobs_group_status', 'CREATE TRIGGER jobs_group_status AFTER UPDATE OF status, group_key ON jobqueue.jobs FOR EACH ROW WHEN (((old.group_key IS NOT NULL) OR (new.group_key IS NOT NULL))) EXECUTE FUNCTION jobqueue.jq_group_count()')
 	  ) e(name, expected) ON e.name = tg.tgname
 	  WHERE tg.tgrelid = 'jobqueue.jobs'::regclass) t;
+
+--
+-- 1.4: the finished jobs of a queue by id, for jq_jobs
+--
+SELECT is(pg_get_indexdef('jobqueue.jobs_queue_finished_idx'::regclass),
+	'CREATE INDEX jobs_queue_finished_idx ON jobqueue.jobs USING btree (queue_name, id) WHERE (status = ANY (ARRAY[''succeeded''::jobqueue.job_status, ''cancelled''::jobqueue.job_status, ''dead''::jobqueue.job_status]))',
+	'index jobs_queue_finished_idx: finished jobs by queue and id');
 
 SELECT * FROM finish();
 ROLLBACK;

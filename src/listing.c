@@ -1,0 +1,234 @@
+/*-------------------------------------------------------------------------
+ *
+ * listing.c
+ *	  What operators list without rights on the tables: jq_jobs (a queue's
+ *	  jobs, newest first, in pages) and jq_schedules (every schedule with
+ *	  its next run).
+ *
+ * Both run as the extension's owner and decide for themselves which
+ * columns the caller may see.  The payload of a job (and of a schedule),
+ * its result, progress and error history, which the handlers' messages
+ * and stack traces fill with the data of the job, are shown only to a
+ * role that may read jobs' data anyway: one that may call jq_claim (the
+ * worker rights) or jq_retry (the admin rights), or read the column
+ * jobqueue.jobs.payload itself.  Anyone else (the monitor rights) gets
+ * NULL there, and everything else.  The caller is the outer user, the one
+ * who called the SECURITY DEFINER function, not its owner.
+ *
+ * The statements are planned at each call, with the caller's values, not
+ * kept in plans.c: they are not on any hot path, and the best way to a
+ * queue's newest jobs depends on the queue (the primary key from the
+ * newest job down, when the queue has most of the table; the queue's own
+ * index entries, when it is one of many).  A generic plan would have to
+ * choose one for all queues.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "jobqueue.h"
+
+#include "access/htup_details.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+
+PG_FUNCTION_INFO_V1(jq_jobs);
+PG_FUNCTION_INFO_V1(jq_schedules);
+
+/* The largest page of jq_jobs: a screenful, not an export. */
+#define JQ_JOBS_MAX_PAGE	10000
+
+/*
+ * Whether role ROLE (an oid) may see jobs' payloads, results, progress
+ * and error histories: it may call jq_claim (the worker rights) or
+ * jq_retry (the admin rights), or read the column jobs.payload itself.
+ */
+#define JQ_MAY_READ_SQL(ROLE) \
+	"(pg_catalog.has_function_privilege(" ROLE ", " \
+	"   'jobqueue.jq_claim(text, integer, text, interval)', 'EXECUTE') " \
+	" OR pg_catalog.has_function_privilege(" ROLE ", " \
+	"   'jobqueue.jq_retry(bigint, timestamp with time zone)', 'EXECUTE') " \
+	" OR pg_catalog.has_column_privilege(" ROLE ", 'jobqueue.jobs', 'payload', 'SELECT'))"
+
+/*
+ * One part of the jobs statement: the newest jobs of the queue in the
+ * statuses STATUSES that pass the filters, or none when GATE (a test of
+ * the parameters only, so a one-time filter) is false.  The unfinished
+ * parts read the partial index of their status (a page costs the queue's
+ * backlog in that status, as queue_stats does), the finished part
+ * jobs_queue_finished_idx in id order (a page costs its own rows).
+ */
+#define JQ_JOBS_PART_SQL(STATUSES, GATE) \
+	"(SELECT j.* FROM jobqueue.jobs j " \
+	" WHERE j.queue_name OPERATOR(pg_catalog.=) $1 AND j.status " STATUSES \
+	"   AND " GATE " AND ($4 IS NULL OR j.id OPERATOR(pg_catalog.<) $4) " \
+	"   AND ($5 IS NULL OR j.group_key OPERATOR(pg_catalog.=) $5) " \
+	"   AND ($6 IS NULL OR j.last_error_code OPERATOR(pg_catalog.=) $6) " \
+	" ORDER BY j.id DESC LIMIT $3)"
+
+/*
+ * $1 queue, $2 status (text, NULL: any), $3 max jobs, $4 before id, $5
+ * group key, $6 last error code, $7 the caller's role.  Newest first.
+ */
+static const char jobs_sql[] =
+"WITH l AS ("
+JQ_JOBS_PART_SQL("IN ('succeeded', 'cancelled', 'dead')",
+				 "($2 IS NULL OR j.status OPERATOR(pg_catalog.=) $2::jobqueue.job_status)")
+" UNION ALL "
+JQ_JOBS_PART_SQL("OPERATOR(pg_catalog.=) 'pending'",
+				 "($2 IS NULL OR $2 OPERATOR(pg_catalog.=) 'pending')")
+" UNION ALL "
+JQ_JOBS_PART_SQL("OPERATOR(pg_catalog.=) 'running'",
+				 "($2 IS NULL OR $2 OPERATOR(pg_catalog.=) 'running')")
+" UNION ALL "
+JQ_JOBS_PART_SQL("OPERATOR(pg_catalog.<) 'pending'",
+				 "($2 IS NULL OR $2 OPERATOR(pg_catalog.=) 'waiting')")
+"), r AS (SELECT " JQ_MAY_READ_SQL("$7") " AS may_read) "
+"SELECT l.id, l.queue_name, l.status, l.priority, "
+"  NULLIF(l.group_key, ''), l.attempt_count, l.max_attempts, "
+"  l.created_at, l.available_at, l.started_at, l.finished_at, "
+"  l.lease_owner, l.lease_expires_at, l.last_error_code, "
+"  CASE WHEN r.may_read THEN l.errors OPERATOR(pg_catalog.->) -1 "
+"    OPERATOR(pg_catalog.->>) 'message' END, "
+"  CASE WHEN r.may_read THEN l.payload END, "
+"  CASE WHEN r.may_read THEN l.result END, "
+"  CASE WHEN r.may_read THEN l.progress END, "
+"  CASE WHEN r.may_read THEN l.errors END "
+"FROM l CROSS JOIN r ORDER BY l.id DESC LIMIT $3";
+
+/*
+ * $1 the caller's role.  Every schedule, by name; the payload only for a
+ * role that may read jobs' payloads.
+ */
+static const char schedules_sql[] =
+"SELECT s.schedule_name, s.queue_name, s.cron, s.timezone, s.enabled, "
+"  s.catch_up, s.priority, s.next_run_at, s.last_run_at, s.last_job_id, "
+"  s.created_at, CASE WHEN " JQ_MAY_READ_SQL("$1") " THEN s.payload END "
+"FROM jobqueue.schedules s ORDER BY s.schedule_name";
+
+static void jq_copy_rows(Tuplestorestate *tupstore, TupleDesc tupdesc,
+						 const char *fn);
+
+/*
+ * jq_jobs(queue_name, status, max_jobs, before_id, group_key, error_code)
+ * returns setof (id, queue_name, status, priority, group_key, attempt,
+ * max_attempts, created_at, available_at, started_at, finished_at,
+ * lease_owner, lease_expires_at, last_error_code, last_error_message,
+ * payload, result, progress, errors)
+ *
+ * Up to max_jobs jobs of a queue with id < before_id (NULL: from the
+ * newest), newest first, optionally only those in one status, of one
+ * group, or whose last error has one code.  The next page starts before
+ * the last id of this one.
+ */
+Datum
+jq_jobs(PG_FUNCTION_ARGS)
+{
+	char	   *queue_name = jq_arg_queue_name(fcinfo, 0);
+	Oid			jobs_argtypes[7] = {TEXTOID, TEXTOID, INT4OID, INT8OID, TEXTOID, TEXTOID, OIDOID};
+	Datum		values[7];
+	char		nulls[7] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL};
+	int32		max_jobs;
+	text	   *group_key;
+	TupleDesc	tupdesc;
+	Tuplestorestate *tupstore;
+
+	values[0] = CStringGetTextDatum(queue_name);
+	/* the status as its label: the enum's OID is not known in advance */
+	if (PG_ARGISNULL(1))
+	{
+		values[1] = (Datum) 0;
+		nulls[1] = JQ_ISNULL;
+	}
+	else
+		values[1] = CStringGetTextDatum(DatumGetCString(
+											DirectFunctionCall1(enum_out, PG_GETARG_DATUM(1))));
+	max_jobs = jq_arg_positive_int4(fcinfo, 2, "max_jobs");
+	if (max_jobs > JQ_JOBS_MAX_PAGE)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_jobs must be at most %d", JQ_JOBS_MAX_PAGE),
+				 errdetail("max_jobs is %d.", max_jobs),
+				 errhint("Read further pages with before_id.")));
+	values[2] = Int32GetDatum(max_jobs);
+	if (PG_ARGISNULL(3))
+	{
+		values[3] = (Datum) 0;
+		nulls[3] = JQ_ISNULL;
+	}
+	else
+		values[3] = PG_GETARG_DATUM(3);
+	group_key = jq_arg_group_key(fcinfo, 4);
+	values[4] = PointerGetDatum(group_key);
+	if (group_key == NULL)
+		nulls[4] = JQ_ISNULL;
+	if (PG_ARGISNULL(5))
+	{
+		values[5] = (Datum) 0;
+		nulls[5] = JQ_ISNULL;
+	}
+	else
+		values[5] = PointerGetDatum(jq_arg_nonempty_text(fcinfo, 5, "error code",
+														 JQ_ERROR_CODE_MAXLEN));
+	values[6] = ObjectIdGetDatum(GetOuterUserId());
+
+	tupstore = jq_srf_init(fcinfo, &tupdesc);
+	jq_spi_connect();
+	(void) jq_require_queue(queue_name);
+	jq_execute_once("jobs list", jobs_sql, 7, jobs_argtypes, values, nulls,
+					SPI_OK_SELECT);
+	jq_copy_rows(tupstore, tupdesc, "jq_jobs");
+	jq_spi_finish();
+
+	return (Datum) 0;
+}
+
+/*
+ * jq_schedules() returns setof (schedule_name, queue_name, cron, timezone,
+ * enabled, catch_up, priority, next_run_at, last_run_at, last_job_id,
+ * created_at, payload)
+ *
+ * Every schedule of the database, by name; next_run_at is the next slot
+ * not yet handled (NULL: disabled, or the expression fires no more).
+ */
+Datum
+jq_schedules(PG_FUNCTION_ARGS)
+{
+	Oid			schedules_argtypes[1] = {OIDOID};
+	Datum		values[1];
+	TupleDesc	tupdesc;
+	Tuplestorestate *tupstore;
+
+	values[0] = ObjectIdGetDatum(GetOuterUserId());
+
+	tupstore = jq_srf_init(fcinfo, &tupdesc);
+	jq_spi_connect();
+	jq_execute_once("schedules list", schedules_sql, 1, schedules_argtypes,
+					values, NULL, SPI_OK_SELECT);
+	jq_copy_rows(tupstore, tupdesc, "jq_schedules");
+	jq_spi_finish();
+
+	return (Datum) 0;
+}
+
+/*
+ * Every row of the statement just run into the result; the tuplestore
+ * copies the values out of SPI memory.
+ */
+static void
+jq_copy_rows(Tuplestorestate *tupstore, TupleDesc tupdesc, const char *fn)
+{
+	Datum	   *row;
+	bool	   *rownulls;
+	uint64		i;
+
+	if (SPI_tuptable->tupdesc->natts != tupdesc->natts)
+		elog(ERROR, "the statement of %s returns %d columns, its result %d",
+			 fn, SPI_tuptable->tupdesc->natts, tupdesc->natts);
+	row = palloc(sizeof(Datum) * tupdesc->natts);
+	rownulls = palloc(sizeof(bool) * tupdesc->natts);
+	for (i = 0; i < SPI_processed; i++)
+	{
+		heap_deform_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
+						  row, rownulls);
+		tuplestore_putvalues(tupstore, tupdesc, row, rownulls);
+	}
+}
