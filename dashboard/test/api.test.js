@@ -3,7 +3,7 @@
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const http = require('http');
-const h = require('./helpers');
+const h = require('../test-support/helpers');
 
 let dash;
 before(async () => {
