@@ -27,6 +27,14 @@
  * Without shared_preload_libraries there are no buckets, and claims on a
  * rate-limited queue fail (55000).
  *
+ * Holdings end with the backend: each backend remembers the reservations
+ * it has not given back yet (held[]), and a before_shmem_exit callback
+ * gives them back.  A claim ended by FATAL (pg_terminate_backend, a
+ * lost client, statement_timeout in a pooler that closes the session)
+ * never reaches its PG_CATCH, but proc_exit still runs the callback, so
+ * its bucket's holders drop to zero and the bucket can be reused (by any
+ * database: the dropped database's buckets too).
+ *
  *-------------------------------------------------------------------------
  */
 #include "jobqueue.h"
@@ -35,6 +43,7 @@
 
 #include "catalog/namespace.h"
 #include "miscadmin.h"
+#include "storage/ipc.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
 #include "utils/builtins.h"
@@ -84,6 +93,23 @@ typedef struct JqRatePolicy
 } JqRatePolicy;
 
 static HTAB *policies = NULL;
+
+/*
+ * This backend's reservations not given back yet: normally at most one (a
+ * claim), more only if a claim runs inside another one's statement.
+ */
+#define JQ_MAX_HELD 8
+typedef struct JqHolding
+{
+	int			bucket;
+	int			reserved;
+} JqHolding;
+
+static JqHolding held[JQ_MAX_HELD];
+static int	nheld = 0;
+static bool exit_callback_registered = false;
+
+static void jq_rate_release_held(int code, Datum arg);
 
 void
 jq_ratelimit_guc_init(void)
@@ -323,7 +349,17 @@ jq_rate_reserve(const char *queue_name, double rate, int burst, int n,
 					 errhint("Raise jobqueue.max_rate_limited_queues.")));
 	}
 
+	/* remember the holding before taking it: proc_exit must find it */
+	if (!exit_callback_registered)
+	{
+		before_shmem_exit(jq_rate_release_held, (Datum) 0);
+		exit_callback_registered = true;
+	}
+	if (nheld >= JQ_MAX_HELD)
+		elog(ERROR, "too many nested rate-limited claims");
+
 	b = &rl->buckets[found];
+	HOLD_INTERRUPTS();
 	SpinLockAcquire(&b->mutex);
 	jq_bucket_refill(b, now, rate, burst);
 	take = b->tokens >= n ? n : (int) floor(Max(b->tokens, 0));
@@ -333,6 +369,13 @@ jq_rate_reserve(const char *queue_name, double rate, int burst, int n,
 	if (take > 0)
 		b->holders++;
 	SpinLockRelease(&b->mutex);
+	if (take > 0)
+	{
+		held[nheld].bucket = found;
+		held[nheld].reserved = take;
+		nheld++;
+	}
+	RESUME_INTERRUPTS();
 	*bucket = take > 0 ? found : -1;
 	return take;
 }
@@ -348,12 +391,40 @@ jq_rate_return(int bucket, int reserved, int unused)
 
 	if (bucket < 0 || rl == NULL)
 		return;
+	HOLD_INTERRUPTS();
+	/* forget the holding (the newest one of this bucket) */
+	for (int i = nheld - 1; i >= 0; i--)
+	{
+		if (held[i].bucket == bucket)
+		{
+			held[i] = held[nheld - 1];
+			nheld--;
+			break;
+		}
+	}
 	b = &rl->buckets[bucket];
 	SpinLockAcquire(&b->mutex);
 	b->tokens = Min(b->tokens + unused, (double) b->burst);
 	b->jobs_started += reserved - unused;
 	b->holders--;
 	SpinLockRelease(&b->mutex);
+	RESUME_INTERRUPTS();
+}
+
+/*
+ * before_shmem_exit callback: give back what this backend still holds, as
+ * an error would have (all of it unused: the claim's transaction ends
+ * without committing).
+ */
+static void
+jq_rate_release_held(int code, Datum arg)
+{
+	while (nheld > 0)
+	{
+		JqHolding	h = held[nheld - 1];
+
+		jq_rate_return(h.bucket, h.reserved, h.reserved);
+	}
 }
 
 /*
