@@ -630,11 +630,17 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		4, {INT8OID, INT8OID, INTERVALOID, TIMESTAMPTZOID},
 		.name = "release"
 	},
-	/* JQ_PLAN_CANCEL: $1 id, $2 now.  Outcome. */
+	/*
+	 * JQ_PLAN_CANCEL: $1 id, $2 now.  Outcome.  A job that has not finished
+	 * (pending, running, waiting) is written as the statuses of 1.0 it is
+	 * not: on a schema not updated yet, the statement then fails on the
+	 * first column 1.2 added (42703), as every other job function does,
+	 * instead of on the enum value 'waiting' (22P02).
+	 */
 	[JQ_PLAN_CANCEL] = {
 		"UPDATE jobqueue.jobs j SET status = 'cancelled', finished_at = $2, "
 		"  lease_expires_at = NULL "
-		"WHERE j.id = $1 AND j.status IN ('pending', 'running', 'waiting') "
+		"WHERE j.id = $1 AND j.status NOT IN ('succeeded', 'dead', 'cancelled') "
 		"RETURNING " JQ_OUTCOME_SQL("$2", "false", JQ_QUEUE_NOTIFY_FINISHED_SQL),
 		2, {INT8OID, TIMESTAMPTZOID},
 		.name = "cancel"
