@@ -138,6 +138,8 @@ extern bool jq_execute_subxact(JqPlanId id, Datum *values, const char *nulls,
 							   int rc_expected, ErrorData **edata);
 extern Datum jq_result(uint64 row, int col);
 extern Datum jq_result_nullable(uint64 row, int col, bool *isnull);
+extern int	jq_statement_depth;
+extern void (*jq_after_statement_hook) (bool failed);
 extern bool jq_result_bool(uint64 row, int col);
 extern char *jq_result_name(uint64 row, int col);
 extern char *jq_result_cstring(uint64 row, int col);

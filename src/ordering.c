@@ -166,9 +166,10 @@ jq_tuple_running(HeapTuple tup, TupleDesc tupdesc, int status_attno)
  * job's insert created it), which locks it until the end of the
  * transaction; a job entering a group in a state other than running
  * creates the row if there is none and leaves an existing one alone.
+ * Connected to SPI.
  */
 static void
-jq_group_add(Datum queue, Datum group, int delta)
+jq_group_apply(Datum queue, Datum group, int delta)
 {
 	Datum		values[3];
 
@@ -184,6 +185,131 @@ jq_group_add(Datum queue, Datum group, int delta)
 		if (SPI_processed == 0)
 			jq_execute(JQ_PLAN_GROUP_COUNT, values, NULL, SPI_OK_INSERT);
 	}
+}
+
+/*
+ * The changes of group counters that the row triggers of the statement
+ * under way collected (in TopTransactionContext), applied when it ends.
+ *
+ * Why: a statement that moves the jobs of several groups (a batch
+ * completion, a reap, a claim) would otherwise lock the groups' rows in the
+ * order in which it happens to meet the jobs, and two such statements
+ * meeting the same groups in opposite orders would deadlock.  Applied
+ * after the statement, sorted by (queue, group) byte order, every
+ * statement of every backend locks group rows in one and the same order,
+ * and a wait for a group row can never close a cycle.  (Claims lock the
+ * rows they serve with SKIP LOCKED and never wait for them.)
+ */
+typedef struct JqGroupDelta
+{
+	text	   *queue;
+	text	   *group;
+	int			delta;			/* change of running; 0: the row must exist */
+} JqGroupDelta;
+
+static List *jq_group_deltas = NIL;
+
+static int
+jq_text_cmp(const text *a, const text *b)
+{
+	int			la = VARSIZE_ANY_EXHDR(a);
+	int			lb = VARSIZE_ANY_EXHDR(b);
+	int			c = memcmp(VARDATA_ANY(a), VARDATA_ANY(b), Min(la, lb));
+
+	if (c != 0)
+		return c;
+	return (la > lb) - (la < lb);
+}
+
+static int
+jq_group_delta_cmp(const ListCell *a, const ListCell *b)
+{
+	const JqGroupDelta *x = lfirst(a);
+	const JqGroupDelta *y = lfirst(b);
+	int			c = jq_text_cmp(x->queue, y->queue);
+
+	return c != 0 ? c : jq_text_cmp(x->group, y->group);
+}
+
+/*
+ * After each kept statement (spi.c's jq_after_statement_hook): apply the
+ * collected changes, merged per group, in (queue, group) order; after a
+ * failed statement, forget them (they roll back with it).
+ */
+static void
+jq_group_flush(bool failed)
+{
+	List	   *deltas;
+	ListCell   *lc;
+	JqGroupDelta *run = NULL;
+	bool		create = false;
+	int			sum = 0;
+
+	if (jq_group_deltas == NIL || jq_statement_depth > 0)
+		return;
+	deltas = jq_group_deltas;
+	jq_group_deltas = NIL;
+	if (failed)
+		return;					/* the memory goes with the transaction */
+	list_sort(deltas, jq_group_delta_cmp);
+	jq_spi_connect();
+	foreach(lc, deltas)
+	{
+		JqGroupDelta *d = lfirst(lc);
+
+		if (run != NULL && (jq_text_cmp(run->queue, d->queue) != 0 ||
+							jq_text_cmp(run->group, d->group) != 0))
+		{
+			if (sum != 0 || create)
+				jq_group_apply(PointerGetDatum(run->queue),
+							   PointerGetDatum(run->group), sum);
+			sum = 0;
+			create = false;
+		}
+		run = d;
+		sum += d->delta;
+		if (d->delta == 0)
+			create = true;
+	}
+	if (run != NULL && (sum != 0 || create))
+		jq_group_apply(PointerGetDatum(run->queue), PointerGetDatum(run->group),
+					   sum);
+	jq_spi_finish();
+	foreach(lc, deltas)
+	{
+		JqGroupDelta *d = lfirst(lc);
+
+		pfree(d->queue);
+		pfree(d->group);
+	}
+	list_free_deep(deltas);
+}
+
+/*
+ * Change the counter of (queue, group) by delta (0: make sure its row
+ * exists): collected for the end of the kept statement under way, or
+ * applied at once for any other statement (hand-written SQL, one-off
+ * administrative statements).
+ */
+static void
+jq_group_add(Datum queue, Datum group, int delta)
+{
+	if (jq_statement_depth > 0)
+	{
+		MemoryContext oldcontext = MemoryContextSwitchTo(TopTransactionContext);
+		JqGroupDelta *d = palloc(sizeof(JqGroupDelta));
+
+		d->queue = DatumGetTextPCopy(queue);
+		d->group = DatumGetTextPCopy(group);
+		d->delta = delta;
+		jq_group_deltas = lappend(jq_group_deltas, d);
+		MemoryContextSwitchTo(oldcontext);
+		jq_after_statement_hook = jq_group_flush;
+		return;
+	}
+	jq_spi_connect();
+	jq_group_apply(queue, group, delta);
+	jq_spi_finish();
 }
 
 /*
@@ -281,21 +407,17 @@ jq_group_count(PG_FUNCTION_ARGS)
 	{
 		if (old_running == new_running)
 			return PointerGetDatum(NULL);
-		jq_spi_connect();
 		jq_group_add(new_queue, new_group, new_running ? 1 : -1);
-		jq_spi_finish();
 		return PointerGetDatum(NULL);
 	}
 
 	/* a job leaves a group, enters one (an insert creates the row), or both */
 	if (!(old_grouped && old_running) && !new_grouped)
 		return PointerGetDatum(NULL);
-	jq_spi_connect();
 	if (old_grouped && old_running)
 		jq_group_add(old_queue, old_group, -1);
 	if (new_grouped)
 		jq_group_add(new_queue, new_group, new_running ? 1 : 0);
-	jq_spi_finish();
 
 	return PointerGetDatum(NULL);
 }

@@ -42,12 +42,39 @@ jq_spi_finish(void)
 		elog(ERROR, "SPI_finish failed: %s", SPI_result_code_string(rc));
 }
 
+/*
+ * How many kept statements are running in this backend right now (nested:
+ * a trigger's statement inside a statement), and the work to do after each
+ * (failed: it raised an error).  The hook is set by a layer above
+ * (ordering.c: the changes of the group counters, applied after the
+ * statement in one order for every backend); this file never calls up.
+ */
+int			jq_statement_depth = 0;
+void		(*jq_after_statement_hook) (bool failed) = NULL;
+
 /* Run kept statement id; raise an error unless it returned rc_expected. */
 void
 jq_execute(JqPlanId id, Datum *values, const char *nulls, int rc_expected)
 {
-	int			rc = SPI_execute_plan(jq_plan(id), values, nulls,
-									  jq_plan_read_only(id), 0);
+	volatile int rc = 0;
+
+	jq_statement_depth++;
+	PG_TRY();
+	{
+		rc = SPI_execute_plan(jq_plan(id), values, nulls,
+							  jq_plan_read_only(id), 0);
+	}
+	PG_CATCH();
+	{
+		jq_statement_depth--;
+		if (jq_after_statement_hook != NULL)
+			jq_after_statement_hook(true);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	jq_statement_depth--;
+	if (jq_after_statement_hook != NULL)
+		jq_after_statement_hook(false);
 
 	if (rc != rc_expected)
 		elog(ERROR, "jobqueue statement \"%s\" failed: %s",
