@@ -6,7 +6,14 @@ BENCH_LIB=1
 
 BENCH_DIR=$JQ_ROOT/bench
 WORK=$BENCH_DIR/work
-RES=${BENCH_RESULTS:-$BENCH_DIR/results}
+# The committed results are those of full runs: a quick run (BENCH_QUICK=1)
+# writes to bench/work-quick/ (not committed) unless BENCH_RESULTS says
+# otherwise.
+if [ "${BENCH_QUICK:-0}" = 1 ]; then
+	RES=${BENCH_RESULTS:-$BENCH_DIR/work-quick}
+else
+	RES=${BENCH_RESULTS:-$BENCH_DIR/results}
+fi
 PORT=${BENCH_PORT:-55432}
 PAYLOAD='{"task": "send_email", "user_id": 12345, "template": "welcome"}'
 

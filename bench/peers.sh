@@ -24,7 +24,8 @@
 #             concurrency=8 batch=500: two Worker instances in one process)
 #   jqnode0   the same on the queue with retention 0
 # The drivers of the last three are bench/peers/drive.js (npm ci when
-# bench/peers/node_modules is missing).  PEERS_ROUNDS rounds (3), the order
+# bench/peers/node_modules is missing); they need Node.js 20 or later
+# (pg-boss 10; checked first, Debian bookworm has 18) and the npm registry.  PEERS_ROUNDS rounds (3), the order
 # of the contenders rotating from round to round; per contender the median,
 # min and max jobs/s, server CPU per job and WAL per job of the drain.
 #
@@ -47,7 +48,8 @@
 # Results: $RES/peers.csv (every run), $RES/peers.txt (summary), peers.png,
 # peers_wal.csv, peers_statements.txt, peers_perf.txt; the search: $RES/peers_search.csv and
 # peers_search.txt.
-# Quick mode (BENCH_QUICK=1): 10,000 jobs, one round.
+# Quick mode (BENCH_QUICK=1): 10,000 jobs, one round, results in
+# bench/work-quick/ (lib.sh) unless BENCH_RESULTS is set.
 [ -n "${BENCH_LIB:-}" ] || source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 if [ "${BENCH_QUICK:-0}" = 1 ]; then
@@ -92,6 +94,22 @@ ppgb() {
 		pgbench -n -M prepared "$@" 2>&1)
 }
 
+# pg-boss 10 needs Node.js 20 or later (Debian bookworm's nodejs is 18):
+# the minimum is the engines.node of bench/peers/package.json.  Stop with
+# what to do when the Node.js on the PATH is older or missing.
+peers_check_node() {
+	local need have
+	need=$(sed -n 's/^ *"node": *">= *\([0-9][0-9]*\).*/\1/p' "$PEERS_DIR/package.json")
+	have=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+	if [ "${have:-0}" -lt "${need:-20}" ]; then
+		echo "bench/peers.sh needs Node.js ${need:-20} or later (pg-boss 10 requires it);" \
+			"found: $(node --version 2>/dev/null || echo none)." >&2
+		echo "Install Node.js ${need:-20}+ (Debian bookworm's nodejs package is 18), or leave" \
+			"the part out: bench/run.sh with BENCH_ONLY=\"...\" naming the other parts." >&2
+		exit 1
+	fi
+}
+
 peers_setup() {
 	log "peers: database peers (synchronous_commit = off), minimal table, pg-boss and graphile-worker schemas"
 	DB=postgres qm "SET client_min_messages = warning" "DROP DATABASE IF EXISTS peers" >/dev/null
@@ -101,6 +119,7 @@ peers_setup() {
 	# ext0, cac0: a queue that keeps no history (a job is deleted when it succeeds)
 	pq "SELECT jobqueue.jq_create_queue('peers0', retention => '0')" >/dev/null
 	bench_psql -v ON_ERROR_STOP=1 -d peers -c "SET client_min_messages = warning" -f - <"$PEERS_DIR/minimal.sql" >/dev/null
+	peers_check_node
 	if [ ! -d "$PEERS_DIR/node_modules" ]; then
 		log "npm ci in $PEERS_DIR"
 		(cd "$PEERS_DIR" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)

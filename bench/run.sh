@@ -4,7 +4,8 @@
 #
 # Usage (as root, or with sudo, on Debian bookworm):
 #     sudo bench/run.sh                    full run (about 50 minutes)
-#     sudo BENCH_QUICK=1 bench/run.sh      small sizes, short runs (about 8 minutes)
+#     sudo BENCH_QUICK=1 bench/run.sh      small sizes, short runs (about 8 minutes),
+#                                          results in bench/work-quick/, not bench/results/
 #     sudo BENCH_ONLY="throughput naive" bench/run.sh    some parts only
 #     sudo bench/naive.sh                  one part alone (any part below)
 #
@@ -38,7 +39,8 @@
 #               graphile-worker and jobqueue's Node.js client draining the
 #               same backlog of 100,000 no-op jobs, rounds alternating; WAL
 #               bytes per job; where jobqueue's server time goes
-#               (bench/peers.sh; needs Node.js, npm and the npm registry)
+#               (bench/peers.sh; needs Node.js 20 or later for pg-boss 10,
+#               npm and the npm registry)
 #   wal         bench/wal.sh, on two clusters of its own: this tree against
 #               the 1.2 baseline (BENCH_OLD_REF, df97d69): WAL per job,
 #               claim latency beside a finished history, enqueue, claim,

@@ -11,13 +11,27 @@ JQ_PGUSER=${JQ_PGUSER:-postgres}
 
 log() { printf '\n==> %s\n' "$*"; }
 
-# Install the Debian packages jobqueue needs, when they are missing.
+# The Debian packages of each use: building and installing the extension
+# (all that scripts/demo.sh needs), its test harnesses (pgTAP, the TAP
+# tests' IPC::Run, pg_stat_statements and the other contrib modules), and
+# the client libraries' tests (scripts/test_clients.sh: Python, Go,
+# Node.js, PgBouncer).  The README lists them per command.
+JQ_PKGS_BUILD=(build-essential postgresql-15 postgresql-server-dev-15)
+JQ_PKGS_TESTS=(postgresql-15-pgtap postgresql-contrib libipc-run-perl)
+JQ_PKGS_CLIENTS=(python3-psycopg python3-pytest golang-go golang-github-jackc-pgx-v4-dev
+	nodejs npm pgbouncer)
+
+# Install the Debian packages the tests and benchmarks need (and those
+# given as arguments), when they are missing.
 jq_install_packages() {
-	# The second line: the client libraries' tests (scripts/test_clients.sh).
-	local pkgs=(build-essential postgresql-15 postgresql-server-dev-15
-		postgresql-15-pgtap postgresql-contrib libipc-run-perl
-		python3-psycopg python3-pytest golang-go golang-github-jackc-pgx-v4-dev
-		nodejs npm pgbouncer "$@")
+	jq_install_only "${JQ_PKGS_BUILD[@]}" "${JQ_PKGS_TESTS[@]}" "${JQ_PKGS_CLIENTS[@]}" "$@"
+}
+
+# Install the given Debian packages when they are missing (as root; as
+# another user, name the missing ones and stop), and set PG_CONFIG and
+# PG_BINDIR.
+jq_install_only() {
+	local pkgs=("$@")
 	local missing=()
 	for p in "${pkgs[@]}"; do
 		dpkg -s "$p" >/dev/null 2>&1 && continue
@@ -28,7 +42,7 @@ jq_install_packages() {
 	done
 	if ((${#missing[@]})); then
 		if [ "$(id -u)" -ne 0 ]; then
-			echo "missing packages: ${missing[*]} (run as root, or install them)" >&2
+			echo "missing packages: ${missing[*]} (run as root, with sudo or without, or install them)" >&2
 			exit 1
 		fi
 		log "installing ${missing[*]}"

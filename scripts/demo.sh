@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The jobqueue demo, on a fresh Debian bookworm machine:
-#   installs what is missing, builds and installs the extension, starts a
+#   installs what is missing of what the demo needs (build-essential,
+#   postgresql-15, postgresql-server-dev-15: nothing of the tests or the
+#   clients), builds and installs the extension, starts a
 #   throwaway cluster under ./demo/work, and tells a short story: a few
 #   thousand jobs, four workers, one worker that crashes holding leases,
 #   the recovery of its jobs, a dead-lettered job and its replay.
-# Usage: sudo bash scripts/demo.sh     (exits non-zero if any job is lost or
+# Usage: bash scripts/demo.sh as root, or sudo bash scripts/demo.sh
+#                                 (exits non-zero if any job is lost or
 #                                  not recovered; the cluster is stopped
 #                                  at the end in every case)
 # Environment: PG_CONFIG (default: the packaged PostgreSQL 15),
@@ -29,7 +32,7 @@ if ! [[ $NJOBS =~ ^[0-9]+$ ]] || ((NJOBS < 1000)); then
 	fail "JQ_DEMO_JOBS must be a number of at least 1000"
 fi
 
-jq_install_packages
+jq_install_only "${JQ_PKGS_BUILD[@]}"
 srcdir=$(jq_workdir demo)
 jq_build_install "$srcdir"
 rm -rf "$srcdir"

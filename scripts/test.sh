@@ -7,7 +7,8 @@
 #   isolation specs (test/isolation/) and TAP tests (test/t/),
 # then the client libraries' tests (scripts/test_clients.sh: Python,
 # Node.js, Go, through PgBouncer too, on a throwaway cluster of their own).
-# Usage: sudo bash scripts/test.sh        (exits non-zero on any failure)
+# Usage: bash scripts/test.sh as root, or sudo bash scripts/test.sh
+#   (exits non-zero on any failure)
 source "$(dirname "$0")/common.sh"
 
 log "checking META.json against jobqueue.control"
