@@ -13,11 +13,13 @@ log() { printf '\n==> %s\n' "$*"; }
 
 # The Debian packages of each use: building and installing the extension
 # (all that scripts/demo.sh needs), its test harnesses (pgTAP, the TAP
-# tests' IPC::Run, pg_stat_statements and the other contrib modules), and
+# tests' IPC::Run, pg_stat_statements and the other contrib modules,
+# promtool and postgres_exporter for the monitoring recipe), and
 # the client libraries' tests (scripts/test_clients.sh: Python, Go,
 # Node.js, PgBouncer).  The README lists them per command.
 JQ_PKGS_BUILD=(build-essential postgresql-15 postgresql-server-dev-15)
-JQ_PKGS_TESTS=(postgresql-15-pgtap postgresql-contrib libipc-run-perl)
+JQ_PKGS_TESTS=(postgresql-15-pgtap postgresql-contrib libipc-run-perl
+	prometheus prometheus-postgres-exporter)
 JQ_PKGS_CLIENTS=(python3-psycopg python3-pytest golang-go golang-github-jackc-pgx-v4-dev
 	nodejs npm pgbouncer)
 
