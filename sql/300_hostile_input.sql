@@ -539,6 +539,25 @@ FROM (VALUES
 	AS v(ord, label, stmt)
 ORDER BY v.ord;
 
+--------------------------------------------------------------------------
+-- 1.4: latency histograms, error counts (a queue name is only compared)
+--------------------------------------------------------------------------
+SELECT v.label, pg_temp.try(v.stmt) AS result
+FROM (VALUES
+		(1, 'latency(NULL)', $$SELECT count(*) >= 0 FROM jobqueue.jq_latency(NULL)$$),
+		(2, 'latency(1 MB name)', $$SELECT count(*) FROM jobqueue.jq_latency(pg_catalog.repeat('q', 1024 * 1024))$$),
+		(3, 'latency(name is SQL)', $$SELECT count(*) FROM jobqueue.jq_latency('x''; DROP TABLE jobqueue.jobs; --')$$),
+		(4, 'latency_buckets(NULL)', $$SELECT count(*) >= 0 FROM jobqueue.jq_latency_buckets(NULL)$$),
+		(5, 'latency_buckets(1 MB name)', $$SELECT count(*) FROM jobqueue.jq_latency_buckets(pg_catalog.repeat('q', 1024 * 1024))$$),
+		(6, 'latency_buckets(overflow row)', $$SELECT count(*) FROM jobqueue.jq_latency_buckets('*')$$),
+		(7, 'latency_reset(1 MB name)', $$SELECT jobqueue.jq_latency_reset(pg_catalog.repeat('q', 1024 * 1024))$$),
+		(8, 'latency_reset(unknown queue)', $$SELECT jobqueue.jq_latency_reset('no_such_queue')$$),
+		(9, 'error_counts(NULL)', $$SELECT count(*) >= 0 FROM jobqueue.jq_error_counts(NULL)$$),
+		(10, 'error_counts(1 MB name)', $$SELECT count(*) FROM jobqueue.jq_error_counts(pg_catalog.repeat('q', 1024 * 1024))$$),
+		(11, 'error_counts(name is SQL)', $$SELECT count(*) FROM jobqueue.jq_error_counts('x''; DROP TABLE jobqueue.jobs; --')$$))
+	AS v(ord, label, stmt)
+ORDER BY v.ord;
+
 -- the counters of the hostile queue hold only the calls that succeeded
 SELECT enqueued, claimed, completed, complete_fenced, failed_retryable,
 	failed_permanent, retries_scheduled, dead_lettered, replayed, purged,
@@ -747,6 +766,8 @@ WHERE d.classid = 'pg_catalog.pg_proc'::regclass AND d.deptype = 'e'
 						  'jq_release', 'jq_cancel', 'jq_retry', 'jq_retry_dead',
 						  'jq_reap', 'jq_purge', 'jq_explain_claim',
 						  'jq_finished_count', 'jq_counters', 'jq_counters_reset',
+						  'jq_latency', 'jq_latency_buckets', 'jq_latency_reset',
+						  'jq_error_counts',
 						  'jq_role_functions', 'jq_grant_role',
 						  'jq_grant_producer', 'jq_grant_worker', 'jq_grant_admin',
 						  'jq_revoke_producer', 'jq_revoke_worker', 'jq_revoke_admin',

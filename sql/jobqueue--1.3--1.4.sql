@@ -192,3 +192,213 @@ BEGIN
 	END LOOP;
 END
 $$;
+
+------------------------------------------------------------------------------
+-- Observability: latency histograms, failures by error code, releases
+------------------------------------------------------------------------------
+
+CREATE FUNCTION jobqueue.jq_latency(
+	queue_name text DEFAULT NULL,
+	OUT queue_name text,
+	OUT kind text,
+	OUT count bigint,
+	OUT p50 interval,
+	OUT p90 interval,
+	OUT p99 interval,
+	OUT max interval,
+	OUT sum interval,
+	OUT since timestamptz)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'jq_latency'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION jobqueue.jq_latency(text) IS
+	'latency distributions per queue of this database (wait, run, total): count, quantiles, max, sum';
+
+CREATE FUNCTION jobqueue.jq_latency_buckets(
+	queue_name text DEFAULT NULL,
+	OUT queue_name text,
+	OUT kind text,
+	OUT bucket integer,
+	OUT le double precision,
+	OUT count bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'jq_latency_buckets'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION jobqueue.jq_latency_buckets(text) IS
+	'the latency histograms bucket by bucket: upper bound le in seconds, cumulative count';
+
+CREATE FUNCTION jobqueue.jq_latency_reset(queue_name text DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'jq_latency_reset'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION jobqueue.jq_latency_reset(text) IS
+	'zero the latency histograms of one queue, or of every queue of this database';
+
+REVOKE ALL ON FUNCTION jobqueue.jq_latency(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobqueue.jq_latency_buckets(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobqueue.jq_latency_reset(text) FROM PUBLIC;
+
+-- Failed attempts by queue, error code and attempt number
+CREATE FUNCTION jobqueue.jq_error_counts(
+	queue_name text DEFAULT NULL,
+	OUT queue_name text,
+	OUT error_code text,
+	OUT attempt integer,
+	OUT retries bigint,
+	OUT dead_lettered bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'jq_error_counts'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION jobqueue.jq_error_counts(text) IS
+	'failed attempts per queue of this database by last_error_code and attempt: retried, dead';
+REVOKE ALL ON FUNCTION jobqueue.jq_error_counts(text) FROM PUBLIC;
+
+-- jq_counters gets the column released (jobs given back by jq_release),
+-- next to leases_expired (found by the reaper): the function is made
+-- again, with the rights it had
+ALTER FUNCTION jobqueue.jq_counters(boolean) RENAME TO jq_counters_1_3;
+CREATE FUNCTION jobqueue.jq_counters(
+	all_databases boolean DEFAULT false,
+	OUT dbid oid,
+	OUT queue_name text,
+	OUT enqueued bigint,
+	OUT claimed bigint,
+	OUT completed bigint,
+	OUT complete_fenced bigint,
+	OUT heartbeat_refused bigint,
+	OUT failed_retryable bigint,
+	OUT failed_permanent bigint,
+	OUT retries_scheduled bigint,
+	OUT leases_expired bigint,
+	OUT dead_lettered bigint,
+	OUT replayed bigint,
+	OUT purged bigint,
+	OUT released bigint,
+	OUT claim_calls bigint,
+	OUT claim_time double precision,
+	OUT complete_calls bigint,
+	OUT complete_time double precision,
+	OUT since timestamptz)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'jq_counters'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION jobqueue.jq_counters(boolean) IS
+	'cumulative event counters per queue of this database (all databases: pg_read_all_stats); times in milliseconds';
+REVOKE ALL ON FUNCTION jobqueue.jq_counters(boolean) FROM PUBLIC;
+DO $$
+DECLARE
+	r record;
+BEGIN
+	FOR r IN
+		SELECT a.grantee::pg_catalog.regrole AS grantee
+		FROM pg_catalog.pg_proc p
+		CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+		WHERE p.oid = 'jobqueue.jq_counters_1_3(boolean)'::pg_catalog.regprocedure
+		  AND a.privilege_type = 'EXECUTE' AND a.grantee <> 0 AND a.grantee <> p.proowner
+	LOOP
+		EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s',
+			'jobqueue.jq_counters(boolean)', r.grantee);
+	END LOOP;
+END
+$$;
+DROP FUNCTION jobqueue.jq_counters_1_3(boolean);
+
+-- The admin and monitor sets of rights get the new functions ...
+CREATE OR REPLACE FUNCTION jobqueue.jq_role_functions(kind text)
+RETURNS SETOF regprocedure
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF kind IS NULL THEN
+		RAISE EXCEPTION 'kind must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	RETURN QUERY
+		SELECT r.p FROM pg_catalog.unnest(CASE kind
+			WHEN 'producer' THEN ARRAY[
+				'jobqueue.jq_enqueue(text, jsonb, integer, timestamp with time zone, integer, text, bigint[], text)',
+				'jobqueue.jq_enqueue_many(text, jsonb[], integer, timestamp with time zone, bigint[], text[])',
+				'jobqueue.jq_job(bigint)']
+			WHEN 'worker' THEN ARRAY[
+				'jobqueue.jq_claim(text, integer, text, interval)',
+				'jobqueue.jq_complete(bigint, bigint, jsonb)',
+				'jobqueue.jq_complete_many(bigint[], bigint[], jsonb[])',
+				'jobqueue.jq_complete_and_claim(text, bigint[], bigint[], integer, text, interval, jsonb[])',
+				'jobqueue.jq_fail(bigint, bigint, text, text, boolean, interval, jsonb, text)',
+				'jobqueue.jq_heartbeat(bigint, bigint, interval)',
+				'jobqueue.jq_release(bigint, bigint, interval)',
+				'jobqueue.jq_progress(bigint, bigint, jsonb)',
+				'jobqueue.jq_job(bigint)']
+			WHEN 'admin' THEN ARRAY[
+				'jobqueue.jq_create_queue(text, integer, interval, interval, interval, interval, interval, boolean, integer, boolean, text, interval, double precision, integer)',
+				'jobqueue.jq_alter_queue(text, integer, interval, interval, interval, interval, interval, boolean, boolean, integer, boolean, text, interval, double precision, integer)',
+				'jobqueue.jq_drop_queue(text, boolean)',
+				'jobqueue.jq_pause_queue(text)',
+				'jobqueue.jq_resume_queue(text)',
+				'jobqueue.jq_cancel(bigint)',
+				'jobqueue.jq_retry(bigint, timestamp with time zone)',
+				'jobqueue.jq_retry_dead(text, text, integer)',
+				'jobqueue.jq_purge(text, interval, integer)',
+				'jobqueue.jq_reap(integer)',
+				'jobqueue.jq_explain_claim(text, integer)',
+				'jobqueue.jq_finished_count(text, jobqueue.job_status)',
+				'jobqueue.jq_counters(boolean)',
+				'jobqueue.jq_counters_reset(text)',
+				'jobqueue.jq_latency(text)',
+				'jobqueue.jq_latency_buckets(text)',
+				'jobqueue.jq_latency_reset(text)',
+				'jobqueue.jq_error_counts(text)',
+				'jobqueue.jq_worker_status()',
+				'jobqueue.jq_worker_tasks()',
+				'jobqueue.jq_job(bigint)',
+				'jobqueue.jq_jobs(text, jobqueue.job_status, integer, bigint, text, text)',
+				'jobqueue.jq_group_stats(text)',
+				'jobqueue.jq_cron_next(text, timestamp with time zone, text, integer)',
+				'jobqueue.jq_schedule(text, text, text, jsonb, text, integer, text, boolean)',
+				'jobqueue.jq_unschedule(text)',
+				'jobqueue.jq_schedules()',
+				'jobqueue.jq_run_schedules()',
+				'jobqueue.jq_rate_limits()']
+			WHEN 'monitor' THEN ARRAY[
+				'jobqueue.jq_finished_count(text, jobqueue.job_status)',
+				'jobqueue.jq_counters(boolean)',
+				'jobqueue.jq_latency(text)',
+				'jobqueue.jq_latency_buckets(text)',
+				'jobqueue.jq_error_counts(text)',
+				'jobqueue.jq_worker_status()',
+				'jobqueue.jq_worker_tasks()',
+				'jobqueue.jq_jobs(text, jobqueue.job_status, integer, bigint, text, text)',
+				'jobqueue.jq_group_stats(text)',
+				'jobqueue.jq_cron_next(text, timestamp with time zone, text, integer)',
+				'jobqueue.jq_schedules()',
+				'jobqueue.jq_rate_limits()']
+			END) AS f(name)
+		-- functions of later versions or of other features may be missing
+		CROSS JOIN LATERAL pg_catalog.to_regprocedure(f.name) AS r(p)
+		WHERE r.p IS NOT NULL;
+END
+$$;
+
+-- ... and so does every role that reads (or resets) the counters already
+DO $$
+DECLARE
+	r record;
+BEGIN
+	FOR r IN
+		SELECT a.grantee::pg_catalog.regrole AS grantee, p.oid AS fn
+		FROM pg_catalog.pg_proc p
+		CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+		WHERE p.oid IN ('jobqueue.jq_counters(boolean)'::pg_catalog.regprocedure,
+						'jobqueue.jq_counters_reset(text)'::pg_catalog.regprocedure)
+		  AND a.privilege_type = 'EXECUTE' AND a.grantee <> 0 AND a.grantee <> p.proowner
+	LOOP
+		IF r.fn = 'jobqueue.jq_counters(boolean)'::pg_catalog.regprocedure THEN
+			EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s, %s, %s TO %s',
+				'jobqueue.jq_latency(text)', 'jobqueue.jq_latency_buckets(text)',
+				'jobqueue.jq_error_counts(text)', r.grantee);
+		ELSE
+			EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s',
+				'jobqueue.jq_latency_reset(text)', r.grantee);
+		END IF;
+	END LOOP;
+END
+$$;

@@ -133,7 +133,7 @@ jq_claim_plan_of(const char *queue_name)
 	return JQ_PLAN_CLAIM_PLAIN;
 }
 
-/* Claim order of two leased jobs (columns 6 and 7: priority, available_at) */
+/* Claim order of two leased jobs (by priority, column 7, and available_at) */
 static int
 jq_claim_order_cmp(const void *a, const void *b, void *arg)
 {
@@ -141,8 +141,8 @@ jq_claim_order_cmp(const void *a, const void *b, void *arg)
 	HeapTuple	ta = *(const HeapTuple *) a;
 	HeapTuple	tb = *(const HeapTuple *) b;
 	bool		isnull;
-	int32		pa = DatumGetInt32(SPI_getbinval(ta, tupdesc, 6, &isnull));
-	int32		pb = DatumGetInt32(SPI_getbinval(tb, tupdesc, 6, &isnull));
+	int32		pa = DatumGetInt32(SPI_getbinval(ta, tupdesc, JQ_CLAIM_NCOLS + 1, &isnull));
+	int32		pb = DatumGetInt32(SPI_getbinval(tb, tupdesc, JQ_CLAIM_NCOLS + 1, &isnull));
 	TimestampTz aa;
 	TimestampTz ab;
 	int64		ia;
@@ -150,8 +150,8 @@ jq_claim_order_cmp(const void *a, const void *b, void *arg)
 
 	if (pa != pb)
 		return pa > pb ? -1 : 1;	/* priority DESC */
-	aa = DatumGetTimestampTz(SPI_getbinval(ta, tupdesc, 7, &isnull));
-	ab = DatumGetTimestampTz(SPI_getbinval(tb, tupdesc, 7, &isnull));
+	aa = DatumGetTimestampTz(SPI_getbinval(ta, tupdesc, JQ_CLAIM_AVAILABLE, &isnull));
+	ab = DatumGetTimestampTz(SPI_getbinval(tb, tupdesc, JQ_CLAIM_AVAILABLE, &isnull));
 	if (aa != ab)
 		return aa < ab ? -1 : 1;
 	ia = DatumGetInt64(SPI_getbinval(ta, tupdesc, 1, &isnull));
@@ -235,11 +235,11 @@ jq_claim_run(JqClaimKind kind, const JqQueueSettings *settings,
 	/* the cursor moves to the group served last in rotation order */
 	for (i = 0; i < SPI_processed; i++)
 	{
-		int64		pos = DatumGetInt64(jq_result(i, 7));
+		int64		pos = DatumGetInt64(jq_result(i, JQ_CLAIM_NCOLS + 2));
 
 		if (pos > last_pos)
 		{
-			char	   *key = jq_result_name(i, 6);
+			char	   *key = jq_result_name(i, JQ_CLAIM_NCOLS + 1);
 
 			last_pos = pos;
 			strlcpy(entry->cursor, key, sizeof(entry->cursor));
@@ -374,12 +374,20 @@ jq_claim_batch(const JqClaimArgs *args, TimestampTz now,
 		Datum		row[5];
 		bool		rownulls[5];
 		int			col;
+		bool		isnull;
+		Datum		available;
 
 		/* the first five columns; a statement may return more */
 		for (col = 0; col < 5; col++)
 			row[col] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
 									 col + 1, &rownulls[col]);
 		tuplestore_putvalues(tupstore, tupdesc, row, rownulls);
+		/* the wait: since the job became claimable */
+		available = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
+								  JQ_CLAIM_AVAILABLE, &isnull);
+		if (!isnull)
+			jq_count_latency(queue_name, JQ_LAT_WAIT,
+							 now - DatumGetTimestampTz(available));
 	}
 	jq_count_call(queue_name, JQ_CTR_CLAIM_CALLS, &start);
 	return nclaimed;

@@ -72,6 +72,7 @@
 
 PG_FUNCTION_INFO_V1(jq_counters);
 PG_FUNCTION_INFO_V1(jq_counters_reset);
+PG_FUNCTION_INFO_V1(jq_error_counts);
 
 /* GUCs */
 bool		jq_track_counters = true;
@@ -98,9 +99,12 @@ typedef struct JqCounterValues
 typedef struct JqCounterEntry
 {
 	JqCounterKey key;			/* hash key; must be first */
-	slock_t		mutex;			/* protects values */
+	slock_t		mutex;			/* protects values and latency */
 	JqCounterValues values;
 	TimestampTz since;			/* when counting started (creation, reset) */
+	TimestampTz latency_since;	/* when the histograms started */
+	JqLatency	latency[JQ_NUM_LATENCIES];
+	JqErrorSlot errors[JQ_ERROR_SLOTS + 1];	/* the last: overflow */
 } JqCounterEntry;
 
 typedef struct JqCounterShared
@@ -142,7 +146,39 @@ typedef struct JqUndo
 
 static List *jq_undo_log = NIL;	/* in TopTransactionContext */
 
+/*
+ * Latencies measured in the current transaction, published with its events
+ * at commit (in TopTransactionContext; a sample of a subtransaction that
+ * rolls back is dropped).  One sample per job moved, so their number is
+ * bounded by the transaction's own work.
+ */
+typedef struct JqSample
+{
+	JqPending  *pending;
+	int64		us;
+	int32		nest_level;
+	int16		kind;
+	int16		bucket;
+} JqSample;
+
+static JqSample *jq_samples = NULL;
+static int	jq_nsamples = 0;
+static int	jq_maxsamples = 0;
+
+/* Failed attempts of the current transaction, as the latencies */
+typedef struct JqErrorSample
+{
+	JqPending  *pending;
+	char	   *code;
+	int32		attempt;
+	int32		nest_level;
+	bool		dead;
+} JqErrorSample;
+
+static List *jq_error_samples = NIL;	/* in TopTransactionContext */
+
 static void jq_counters_xact_callback(XactEvent event, void *arg);
+static JqCounterEntry *jq_counter_entry(JqPending *pending);
 static void jq_counters_subxact_callback(SubXactEvent event,
 										 SubTransactionId mySubid,
 										 SubTransactionId parentSubid,
@@ -166,6 +202,12 @@ jq_counter_entry_clear(JqCounterEntry *entry, TimestampTz now)
 {
 	memset(&entry->values, 0, sizeof(entry->values));
 	entry->since = now;
+	memset(entry->latency, 0, sizeof(entry->latency));
+	entry->latency_since = now;
+	memset(entry->errors, 0, sizeof(entry->errors));
+	strlcpy(entry->errors[JQ_ERROR_SLOTS].code, JQ_ERROR_OVERFLOW_CODE,
+			sizeof(entry->errors[JQ_ERROR_SLOTS].code));
+	entry->errors[JQ_ERROR_SLOTS].attempt = -1;
 }
 
 /* Define the GUCs of the counters.  Called from _PG_init. */
@@ -333,6 +375,149 @@ jq_count(const char *queue_name, JqCounter c, int64 n)
 	}
 }
 
+/*
+ * Note a latency of us microseconds of kind for queue_name in the current
+ * transaction (published at commit, as events are).  Cheap: an entry in a
+ * transaction-local array, no lock.
+ */
+void
+jq_count_latency(const char *queue_name, JqLatencyKind kind, int64 us)
+{
+	JqSample   *sample;
+
+	if (!jq_counting())
+		return;
+	if (us < 0)
+		us = 0;					/* clocks of different backends */
+	if (jq_nsamples >= jq_maxsamples)
+	{
+		if (jq_samples == NULL)
+		{
+			jq_maxsamples = 64;
+			jq_samples = MemoryContextAlloc(TopTransactionContext,
+											sizeof(JqSample) * jq_maxsamples);
+		}
+		else
+		{
+			jq_maxsamples *= 2;
+			jq_samples = repalloc(jq_samples, sizeof(JqSample) * jq_maxsamples);
+		}
+	}
+	sample = &jq_samples[jq_nsamples++];
+	sample->pending = jq_pending_for(queue_name);
+	sample->us = us;
+	sample->nest_level = GetCurrentTransactionNestLevel();
+	sample->kind = (int16) kind;
+	sample->bucket = (int16) jq_latency_bucket(us);
+	jq_pending_any = true;
+}
+
+/*
+ * Note a failed attempt of queue_name (the attempt-th) with error code,
+ * retried or dead, in the current transaction (published at commit).
+ */
+void
+jq_count_error(const char *queue_name, const char *code, int32 attempt,
+			   bool dead)
+{
+	MemoryContext oldcontext;
+	JqErrorSample *e;
+
+	if (!jq_counting() || code == NULL)
+		return;
+	oldcontext = MemoryContextSwitchTo(TopTransactionContext);
+	e = palloc(sizeof(JqErrorSample));
+	e->pending = jq_pending_for(queue_name);
+	e->code = pstrdup(code);
+	e->attempt = attempt;
+	e->nest_level = GetCurrentTransactionNestLevel();
+	e->dead = dead;
+	jq_error_samples = lappend(jq_error_samples, e);
+	MemoryContextSwitchTo(oldcontext);
+	jq_pending_any = true;
+}
+
+/* Add the failed attempts of the transaction (lock held in shared mode) */
+static void
+jq_errors_flush(void)
+{
+	ListCell   *lc;
+
+	foreach(lc, jq_error_samples)
+	{
+		JqErrorSample *e = (JqErrorSample *) lfirst(lc);
+		JqCounterEntry *entry = jq_counter_entry(e->pending);
+		JqErrorSlot *slot = NULL;
+		int			i;
+
+		SpinLockAcquire(&entry->mutex);
+		for (i = 0; i < JQ_ERROR_SLOTS; i++)
+		{
+			JqErrorSlot *s = &entry->errors[i];
+
+			if (s->code[0] == '\0')
+			{
+				strlcpy(s->code, e->code, sizeof(s->code));
+				s->attempt = e->attempt;
+				slot = s;
+				break;
+			}
+			if (s->attempt == e->attempt && strcmp(s->code, e->code) == 0)
+			{
+				slot = s;
+				break;
+			}
+		}
+		if (slot == NULL)
+			slot = &entry->errors[JQ_ERROR_SLOTS];
+		if (e->dead)
+			slot->dead++;
+		else
+			slot->retries++;
+		SpinLockRelease(&entry->mutex);
+	}
+}
+
+/*
+ * Add the latencies of the transaction to shared memory (with the lock
+ * held in shared mode), runs of samples of one queue under one spinlock.
+ */
+static void
+jq_samples_flush(void)
+{
+	int			i = 0;
+
+	while (i < jq_nsamples)
+	{
+		JqPending  *p = jq_samples[i].pending;
+		JqCounterEntry *entry = jq_counter_entry(p);
+
+		SpinLockAcquire(&entry->mutex);
+		for (; i < jq_nsamples && jq_samples[i].pending == p; i++)
+		{
+			JqSample   *sample = &jq_samples[i];
+			JqLatency  *lat = &entry->latency[sample->kind];
+
+			lat->count++;
+			lat->sum_us += sample->us;
+			if (sample->us > lat->max_us)
+				lat->max_us = sample->us;
+			lat->buckets[sample->bucket]++;
+		}
+		SpinLockRelease(&entry->mutex);
+	}
+}
+
+/* Forget the latencies of the transaction (its memory is going away) */
+static void
+jq_samples_forget(void)
+{
+	jq_samples = NULL;
+	jq_nsamples = 0;
+	jq_maxsamples = 0;
+	jq_error_samples = NIL;
+}
+
 /* Start timing a jq_claim or jq_complete call (when counting). */
 void
 jq_count_start(instr_time *start)
@@ -468,6 +653,10 @@ jq_counters_flush(bool events_too)
 		SpinLockRelease(&entry->mutex);
 		memset(&p->values, 0, sizeof(p->values));
 	}
+	if (events_too && jq_nsamples > 0)
+		jq_samples_flush();
+	if (events_too && jq_error_samples != NIL)
+		jq_errors_flush();
 	LWLockRelease(jq_counter_shared->lock);
 
 	/* a backend that saw many queues once should not keep them all */
@@ -492,8 +681,51 @@ jq_counters_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	ListCell   *lc;
 	MemoryContext oldcontext;
 
-	if (jq_undo_log == NIL ||
-		(event != SUBXACT_EVENT_ABORT_SUB && event != SUBXACT_EVENT_COMMIT_SUB))
+	if (event != SUBXACT_EVENT_ABORT_SUB && event != SUBXACT_EVENT_COMMIT_SUB)
+		return;
+
+	/* latencies: dropped, or handed to the parent level */
+	if (jq_nsamples > 0)
+	{
+		int			i;
+		int			n = 0;
+
+		for (i = 0; i < jq_nsamples; i++)
+		{
+			if (jq_samples[i].nest_level >= level)
+			{
+				if (event == SUBXACT_EVENT_ABORT_SUB)
+					continue;
+				jq_samples[i].nest_level = level - 1;
+			}
+			jq_samples[n++] = jq_samples[i];
+		}
+		jq_nsamples = n;
+	}
+	if (jq_error_samples != NIL)
+	{
+		List	   *kept = NIL;
+		ListCell   *lc;
+		MemoryContext oldcontext = MemoryContextSwitchTo(TopTransactionContext);
+
+		foreach(lc, jq_error_samples)
+		{
+			JqErrorSample *e = (JqErrorSample *) lfirst(lc);
+
+			if (e->nest_level >= level)
+			{
+				if (event == SUBXACT_EVENT_ABORT_SUB)
+					continue;
+				e->nest_level = level - 1;
+			}
+			kept = lappend(kept, e);
+		}
+		list_free(jq_error_samples);
+		jq_error_samples = kept;
+		MemoryContextSwitchTo(oldcontext);
+	}
+
+	if (jq_undo_log == NIL)
 		return;
 
 	/* not the subtransaction's context: it is about to go away */
@@ -547,10 +779,14 @@ jq_counters_xact_callback(XactEvent event, void *arg)
 		default:
 			break;
 	}
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT ||
+		event == XACT_EVENT_PREPARE || event == XACT_EVENT_ABORT ||
+		event == XACT_EVENT_PARALLEL_ABORT)
+		jq_samples_forget();
 }
 
 /* Error out unless the shared counters exist. */
-static void
+void
 jq_require_counters(void)
 {
 	if (jq_counter_shared == NULL || jq_counter_hash == NULL)
@@ -581,6 +817,7 @@ jq_counters(PG_FUNCTION_ARGS)
 	Tuplestorestate *tupstore;
 	HASH_SEQ_STATUS seq;
 	JqCounterEntry *entry;
+	bool		released_col;
 
 	jq_require_counters();
 	if (all_databases &&
@@ -591,7 +828,10 @@ jq_counters(PG_FUNCTION_ARGS)
 				 errdetail("Only roles with privileges of pg_read_all_stats may use all_databases => true.")));
 
 	tupstore = jq_srf_init(fcinfo, &tupdesc);
-	if (tupdesc->natts != JQ_COUNTER_COLS)
+	/* before 1.4 (ALTER EXTENSION UPDATE not run): no column released */
+	released_col = (tupdesc->natts == JQ_COUNTER_COLS);
+	if (tupdesc->natts != JQ_COUNTER_COLS &&
+		tupdesc->natts != JQ_COUNTER_COLS - 1)
 		elog(ERROR, "jq_counters: unexpected result type with %d columns",
 			 tupdesc->natts);
 
@@ -636,13 +876,17 @@ jq_counters(PG_FUNCTION_ARGS)
 		else
 			values[col++] = CStringGetTextDatum(entry->key.queue_name);
 		for (i = 0; i < JQ_CTR_CLAIM_CALLS; i++)
+		{
+			if (i == JQ_CTR_RELEASED && !released_col)
+				continue;
 			values[col++] = Int64GetDatum(v.counts[i]);
+		}
 		values[col++] = Int64GetDatum(v.counts[JQ_CTR_CLAIM_CALLS]);
 		values[col++] = Float8GetDatum(v.claim_time);
 		values[col++] = Int64GetDatum(v.counts[JQ_CTR_COMPLETE_CALLS]);
 		values[col++] = Float8GetDatum(v.complete_time);
 		values[col++] = TimestampTzGetDatum(since);
-		Assert(col == JQ_COUNTER_COLS);
+		Assert(col == tupdesc->natts);
 		tuplestore_putvalues(tupstore, tupdesc, values, nulls);
 	}
 	LWLockRelease(jq_counter_shared->lock);
@@ -691,4 +935,186 @@ jq_counters_reset(PG_FUNCTION_ARGS)
 	LWLockRelease(jq_counter_shared->lock);
 
 	PG_RETURN_VOID();
+}
+
+/*
+ * Copies of the histograms of the entries of the current database (and of
+ * the overflow row, queue_name "*", when it has counted anything), or of
+ * queue_name's entry only; entries that counted nothing are left out.
+ * Returns their number; *snapshots is palloc'd.
+ */
+int
+jq_latency_snapshot(const char *queue_name, JqLatencySnapshot **snapshots)
+{
+	HASH_SEQ_STATUS seq;
+	JqCounterEntry *entry;
+	int			n = 0;
+	int			max;
+	JqLatencySnapshot *out;
+
+	jq_require_counters();
+	LWLockAcquire(jq_counter_shared->lock, LW_SHARED);
+	max = (int) hash_get_num_entries(jq_counter_hash);
+	out = palloc(sizeof(JqLatencySnapshot) * Max(max, 1));
+	hash_seq_init(&seq, jq_counter_hash);
+	while ((entry = hash_seq_search(&seq)) != NULL)
+	{
+		bool		overflow = (entry == jq_counter_shared->overflow);
+		JqLatencySnapshot *snap = &out[n];
+		int			k;
+		bool		any = false;
+
+		if (!overflow && entry->key.dbid != MyDatabaseId)
+			continue;
+		if (queue_name != NULL && strcmp(entry->key.queue_name, queue_name) != 0)
+			continue;
+		if (queue_name == NULL && !overflow && entry->key.queue_name[0] == '\0')
+			continue;			/* no queue: nothing is timed there */
+		if (n >= max)
+			break;
+		for (k = 0; k < JQ_NUM_LATENCIES; k++)
+		{
+			SpinLockAcquire(&entry->mutex);
+			snap->lat[k] = entry->latency[k];
+			snap->since = entry->latency_since;
+			SpinLockRelease(&entry->mutex);
+			any |= (snap->lat[k].count > 0);
+		}
+		if (!any)
+			continue;
+		memcpy(snap->queue_name, entry->key.queue_name, sizeof(snap->queue_name));
+		n++;
+	}
+	LWLockRelease(jq_counter_shared->lock);
+	*snapshots = out;
+	return n;
+}
+
+/*
+ * Zero the histograms of queue_name's entry, or of every entry of the
+ * current database and of the overflow row (NULL); the event counters are
+ * kept.
+ */
+void
+jq_latency_clear(const char *queue_name)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	HASH_SEQ_STATUS seq;
+	JqCounterEntry *entry;
+
+	jq_require_counters();
+	LWLockAcquire(jq_counter_shared->lock, LW_SHARED);
+	hash_seq_init(&seq, jq_counter_hash);
+	while ((entry = hash_seq_search(&seq)) != NULL)
+	{
+		bool		overflow = (entry == jq_counter_shared->overflow);
+
+		if (overflow ? queue_name != NULL :
+			(entry->key.dbid != MyDatabaseId ||
+			 (queue_name != NULL && strcmp(entry->key.queue_name, queue_name) != 0)))
+			continue;
+		SpinLockAcquire(&entry->mutex);
+		memset(entry->latency, 0, sizeof(entry->latency));
+		entry->latency_since = now;
+		SpinLockRelease(&entry->mutex);
+	}
+	LWLockRelease(jq_counter_shared->lock);
+}
+
+/*
+ * Copies of the failed-attempt slots of the entries of the current
+ * database and of the overflow row ("*"), or of queue_name's entry only;
+ * entries without any are left out.  Returns their number; *snapshots is
+ * palloc'd.
+ */
+int
+jq_error_snapshot(const char *queue_name, JqErrorSnapshot **snapshots)
+{
+	HASH_SEQ_STATUS seq;
+	JqCounterEntry *entry;
+	int			n = 0;
+	int			max;
+	JqErrorSnapshot *out;
+
+	jq_require_counters();
+	LWLockAcquire(jq_counter_shared->lock, LW_SHARED);
+	max = (int) hash_get_num_entries(jq_counter_hash);
+	out = palloc(sizeof(JqErrorSnapshot) * Max(max, 1));
+	hash_seq_init(&seq, jq_counter_hash);
+	while ((entry = hash_seq_search(&seq)) != NULL)
+	{
+		bool		overflow = (entry == jq_counter_shared->overflow);
+		JqErrorSnapshot *snap = &out[n];
+
+		if (!overflow && entry->key.dbid != MyDatabaseId)
+			continue;
+		if (queue_name != NULL && strcmp(entry->key.queue_name, queue_name) != 0)
+			continue;
+		if (n >= max)
+			break;
+		SpinLockAcquire(&entry->mutex);
+		memcpy(snap->slots, entry->errors, sizeof(snap->slots));
+		SpinLockRelease(&entry->mutex);
+		if (snap->slots[0].code[0] == '\0')
+			continue;			/* no failure counted */
+		memcpy(snap->queue_name, entry->key.queue_name, sizeof(snap->queue_name));
+		n++;
+	}
+	LWLockRelease(jq_counter_shared->lock);
+	*snapshots = out;
+	return n;
+}
+
+/*
+ * jq_error_counts(queue_name text DEFAULT NULL)
+ *		returns table(queue_name, error_code, attempt, retries, dead_lettered)
+ *
+ * The failed attempts of each queue of the current database (and of the
+ * overflow row '*'), or of one queue, by the job's last_error_code and
+ * the number of the attempt that failed: how many were retried and how
+ * many left the job dead.  At most JQ_ERROR_SLOTS pairs per queue; the
+ * others are summed in the row with error_code '*' and attempt NULL.
+ */
+Datum
+jq_error_counts(PG_FUNCTION_ARGS)
+{
+	char	   *queue_name = PG_ARGISNULL(0) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(0));
+	TupleDesc	tupdesc;
+	Tuplestorestate *tupstore;
+	JqErrorSnapshot *snaps;
+	int			n;
+	int			s;
+
+	jq_require_counters();
+	tupstore = jq_srf_init(fcinfo, &tupdesc);
+	if (tupdesc->natts != 5)
+		elog(ERROR, "jq_error_counts: unexpected result type with %d columns",
+			 tupdesc->natts);
+	n = jq_error_snapshot(queue_name, &snaps);
+	for (s = 0; s < n; s++)
+	{
+		int			i;
+
+		for (i = 0; i <= JQ_ERROR_SLOTS; i++)
+		{
+			const JqErrorSlot *slot = &snaps[s].slots[i];
+			Datum		values[5];
+			bool		nulls[5] = {false, false, false, false, false};
+
+			if (i < JQ_ERROR_SLOTS && slot->code[0] == '\0')
+				continue;
+			if (i == JQ_ERROR_SLOTS && slot->retries == 0 && slot->dead == 0)
+				continue;
+			values[0] = CStringGetTextDatum(snaps[s].queue_name);
+			values[1] = CStringGetTextDatum(slot->code);
+			if (slot->attempt < 0)
+				nulls[2] = true;
+			else
+				values[2] = Int32GetDatum(slot->attempt);
+			values[3] = Int64GetDatum(slot->retries);
+			values[4] = Int64GetDatum(slot->dead);
+			tuplestore_putvalues(tupstore, tupdesc, values, nulls);
+		}
+	}
+	return (Datum) 0;
 }

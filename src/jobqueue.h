@@ -175,7 +175,18 @@ typedef enum JqTransition
 #define JQ_OUTCOME_ID			4
 #define JQ_OUTCOME_FINISHED		5
 #define JQ_OUTCOME_DEPENDENTS	6
-#define JQ_OUTCOME_NCOLS		6
+#define JQ_OUTCOME_STARTED		7	/* the attempt's start (latency.c) */
+#define JQ_OUTCOME_CREATED		8	/* the job's enqueue */
+#define JQ_OUTCOME_NOW			9	/* the statement's now */
+#define JQ_OUTCOME_NCOLS		9
+
+/*
+ * The columns of every claim statement: jq_claim's five (id, payload,
+ * attempt, token, lease_expires_at), then the job's available_at (the wait
+ * histogram), then the statement's own.
+ */
+#define JQ_CLAIM_AVAILABLE		6
+#define JQ_CLAIM_NCOLS			6
 
 extern uint64 jq_note_outcome(JqTransition t, uint64 nasked, List **woken,
 							  MemoryContext woken_cxt, char **first_queue);
@@ -313,6 +324,7 @@ typedef enum JqCounter
 	JQ_CTR_DEAD_LETTERED,
 	JQ_CTR_REPLAYED,
 	JQ_CTR_PURGED,
+	JQ_CTR_RELEASED,			/* given back by jq_release (since 1.4) */
 	JQ_CTR_CLAIM_CALLS,
 	JQ_CTR_COMPLETE_CALLS,
 	JQ_NUM_COUNTERS
@@ -329,6 +341,79 @@ extern void jq_count(const char *queue_name, JqCounter c, int64 n);
 extern void jq_count_start(instr_time *start);
 extern void jq_count_call(const char *queue_name, JqCounter calls,
 						  instr_time *start);
+
+/*
+ * Latency histograms (latency.c; kept with the counters of each queue in
+ * counters.c).  wait: from the moment a job became claimable to its claim;
+ * run: from a claim to the end of that attempt; total: from the enqueue to
+ * succeeded or dead.  Log-linear buckets: bucket 0 holds [0, 100 us), then
+ * JQ_LAT_OCTAVES octaves of 100 us each split in JQ_LAT_SUB equal buckets
+ * (at most 1/16 = 6.25 % wide, so about 3 % from the middle), then one
+ * bucket for everything from 100 us * 2^32 (about 5 days) on.
+ */
+typedef enum JqLatencyKind
+{
+	JQ_LAT_WAIT,
+	JQ_LAT_RUN,
+	JQ_LAT_TOTAL,
+	JQ_NUM_LATENCIES
+} JqLatencyKind;
+
+#define JQ_LAT_BASE_US		100
+#define JQ_LAT_SUB			16
+#define JQ_LAT_OCTAVES		32
+#define JQ_LAT_BUCKETS		(1 + JQ_LAT_OCTAVES * JQ_LAT_SUB + 1)
+
+typedef struct JqLatency
+{
+	int64		count;
+	int64		sum_us;
+	int64		max_us;
+	int64		buckets[JQ_LAT_BUCKETS];
+} JqLatency;
+
+/* A copy of the histograms of one counters entry (jq_latency_snapshot) */
+typedef struct JqLatencySnapshot
+{
+	char		queue_name[JQ_QUEUE_NAME_MAXLEN + 1];	/* "*": overflow row */
+	TimestampTz since;
+	JqLatency	lat[JQ_NUM_LATENCIES];
+} JqLatencySnapshot;
+
+extern int	jq_latency_bucket(int64 us);
+extern void jq_count_latency(const char *queue_name, JqLatencyKind kind,
+							 int64 us);
+extern int	jq_latency_snapshot(const char *queue_name,
+								JqLatencySnapshot **snapshots);
+extern void jq_latency_clear(const char *queue_name);
+extern void jq_require_counters(void);
+
+/*
+ * Failed attempts by error code and attempt number (counters.c), at most
+ * JQ_ERROR_SLOTS pairs per queue; further pairs are counted in the queue's
+ * overflow slot (code "*").  jq_error_counts() shows them.
+ */
+#define JQ_ERROR_SLOTS		32
+#define JQ_ERROR_OVERFLOW_CODE "*"
+
+typedef struct JqErrorSlot
+{
+	char		code[JQ_ERROR_CODE_MAXLEN + 1];	/* "": free */
+	int32		attempt;		/* -1 in the overflow slot */
+	int64		retries;		/* retries scheduled */
+	int64		dead;			/* dead letters */
+} JqErrorSlot;
+
+typedef struct JqErrorSnapshot
+{
+	char		queue_name[JQ_QUEUE_NAME_MAXLEN + 1];
+	JqErrorSlot slots[JQ_ERROR_SLOTS + 1];	/* the last: overflow */
+} JqErrorSnapshot;
+
+extern void jq_count_error(const char *queue_name, const char *code,
+						   int32 attempt, bool dead);
+extern int	jq_error_snapshot(const char *queue_name,
+							  JqErrorSnapshot **snapshots);
 
 /*
  * Background workers (shmem.c, launcher.c, worker.c, worker_tasks.c,

@@ -82,8 +82,11 @@ jq_count_outcome(JqTransition t, const char *queue_name, const char *status,
 		case JQ_TR_REPLAY:
 			jq_count(queue_name, JQ_CTR_REPLAYED, n);
 			return;
+		case JQ_TR_RELEASE:
+			jq_count(queue_name, JQ_CTR_RELEASED, n);
+			return;
 		default:
-			return;				/* heartbeat, release, cancel */
+			return;				/* heartbeat, cancel */
 	}
 	/* a failed attempt: retried or dead */
 	jq_count(queue_name, strcmp(status, "dead") == 0 ?
@@ -91,9 +94,50 @@ jq_count_outcome(JqTransition t, const char *queue_name, const char *status,
 }
 
 /*
+ * The latencies and failures of row i of an outcome (jq_note_outcome): the
+ * run of an attempt that ended (complete, fail, release, reap), the total
+ * of a job that succeeded or is dead, and a failed attempt by error code
+ * and number.  status is the row's (not NULL).
+ */
+static void
+jq_time_outcome(JqTransition t, uint64 i, const char *queue_name,
+				const char *status)
+{
+	bool		isnull;
+	TimestampTz now;
+	Datum		d;
+
+	if (t != JQ_TR_COMPLETE && t != JQ_TR_FAIL_RETRYABLE &&
+		t != JQ_TR_FAIL_PERMANENT && t != JQ_TR_REAP && t != JQ_TR_RELEASE)
+		return;
+	d = jq_result_nullable(i, JQ_OUTCOME_NOW, &isnull);
+	if (isnull)
+		return;
+	now = DatumGetTimestampTz(d);
+	d = jq_result_nullable(i, JQ_OUTCOME_STARTED, &isnull);
+	if (!isnull)
+		jq_count_latency(queue_name, JQ_LAT_RUN, now - DatumGetTimestampTz(d));
+	if (t == JQ_TR_FAIL_RETRYABLE || t == JQ_TR_FAIL_PERMANENT ||
+		t == JQ_TR_REAP)
+	{
+		/* the failed attempt, by error code and number (JQ_FAILED_OUTCOME_SQL) */
+		d = jq_result_nullable(i, JQ_OUTCOME_NCOLS + 2, &isnull);
+		if (!isnull)
+			jq_count_error(queue_name, jq_result_name(i, JQ_OUTCOME_NCOLS + 1),
+						   DatumGetInt32(d), strcmp(status, "dead") == 0);
+	}
+	if (t == JQ_TR_RELEASE ||
+		(t != JQ_TR_COMPLETE && strcmp(status, "dead") != 0))
+		return;
+	d = jq_result_nullable(i, JQ_OUTCOME_CREATED, &isnull);
+	if (!isnull)
+		jq_count_latency(queue_name, JQ_LAT_TOTAL, now - DatumGetTimestampTz(d));
+}
+
+/*
  * Note what a statement of transition t did, from its result in
  * SPI_tuptable, whose first columns are the outcome (see JQ_OUTCOME_SQL in
- * plans.c): count the events per queue, and wake the listeners of each
+ * plans.c): count the events and time the attempts per queue, wake the listeners of each
  * queue in which a job became ready -- or, when woken is not NULL, add the
  * queue to *woken once (allocated in woken_cxt) for the caller to
  * announce.  Announce the jobs that finished in a queue with
@@ -170,6 +214,8 @@ jq_note_outcome(JqTransition t, uint64 nasked, List **woken,
 			prev_status = status_oid;
 		}
 		run_n++;
+		if (counting && !status_null)
+			jq_time_outcome(t, i, run_queue, run_status);
 
 		if (jq_result_bool(i, JQ_OUTCOME_FINISHED) ||
 			(jq_result_bool(i, JQ_OUTCOME_DEPENDENTS) &&

@@ -69,7 +69,7 @@
  * combine them with the selection of the jobs (by id and token, a batch
  * from a CTE c, ...).  Inside them j is the job's row.
  *
- * Every statement that moves a job returns the same first six columns,
+ * Every statement that moves a job returns the same first nine columns,
  * JQ_OUTCOME_SQL (numbered JQ_OUTCOME_* in jobqueue.h): the job's queue,
  * its new status (NULL in a row for a job that the caller asked for but
  * that was not changed: a fenced complete or a refused heartbeat), whether
@@ -77,28 +77,41 @@
  * NOW and NOTIFY, the queue's notify setting, is true), the job's id,
  * whether its end is to be announced (it finished and FINISHED, the
  * queue's notify_finished setting, is true), and whether jobs may wait for
- * it (it finished and has_dependents: read from the row, no lookup).  jq_note_outcome() counts, wakes,
- * announces and resolves dependencies from these.
+ * it (it finished and has_dependents: read from the row, no lookup), and
+ * the times the latency histograms take their values from (started_at,
+ * created_at, NOW).  jq_note_outcome() counts, times, wakes, announces and
+ * resolves dependencies from these.
  */
 #define JQ_OUTCOME_SQL(NOW, NOTIFY, FINISHED) \
+	JQ_OUTCOME_STARTED_SQL(NOW, NOTIFY, FINISHED, "j.started_at")
+
+/*
+ * JQ_OUTCOME_SQL with the start of the job's attempt given (STARTED): the
+ * three last columns are the times of the latency histograms (latency.c),
+ * the attempt's start, the enqueue and the statement's now.
+ */
+#define JQ_OUTCOME_STARTED_SQL(NOW, NOTIFY, FINISHED, STARTED) \
 	"j.queue_name, j.status, " \
 	"(j.status = 'pending' AND j.available_at <= " NOW " AND " NOTIFY ") IS TRUE, " \
 	"j.id, " \
 	"(j.status IN ('succeeded', 'dead', 'cancelled') AND " FINISHED ") IS TRUE, " \
-	"(j.status IN ('succeeded', 'dead', 'cancelled') AND j.has_dependents) IS TRUE"
+	"(j.status IN ('succeeded', 'dead', 'cancelled') AND j.has_dependents) IS TRUE, " \
+	STARTED ", j.created_at, " NOW "::timestamptz"
 
 /*
  * The outcome of a job j that a DELETE removed because it succeeded in a
  * queue that keeps no history (JQ_SUCCEED_DELETE_SQL): RETURNING sees the
  * row as it was (running), so the status is written out.
  */
-#define JQ_OUTCOME_DELETED_SQL(FINISHED) \
+#define JQ_OUTCOME_DELETED_SQL(NOW, FINISHED) \
 	"j.queue_name, 'succeeded'::jobqueue.job_status, false, j.id, " \
-	"(" FINISHED ") IS TRUE, j.has_dependents"
+	"(" FINISHED ") IS TRUE, j.has_dependents, j.started_at, j.created_at, " \
+	NOW "::timestamptz"
 
 /* The outcome columns of a row for a job that was not changed */
 #define JQ_REFUSED_SQL(QUEUE, ID) \
-	QUEUE ", NULL::jobqueue.job_status, false, " ID ", false, false"
+	QUEUE ", NULL::jobqueue.job_status, false, " ID ", false, false, " \
+	"NULL::timestamptz, NULL::timestamptz, NULL::timestamptz"
 
 /* The notify setting of job j's queue, looked up per job */
 #define JQ_QUEUE_NOTIFY_SQL \
@@ -166,10 +179,10 @@
  * transaction, so the job's dependents are released exactly when it
  * disappears).
  */
-#define JQ_SUCCEED_DELETE_SQL(USING, WHERE, DELETING, FINISHED) \
+#define JQ_SUCCEED_DELETE_SQL(NOW, USING, WHERE, DELETING, FINISHED) \
 	"DELETE FROM jobqueue.jobs j " USING " " \
 	"WHERE " WHERE " AND j.queue_name = ANY (" DELETING ") " \
-	"RETURNING " JQ_OUTCOME_DELETED_SQL(JQ_NOTIFY_FINISHED_SQL(FINISHED))
+	"RETURNING " JQ_OUTCOME_DELETED_SQL(NOW, JQ_NOTIFY_FINISHED_SQL(FINISHED))
 
 /*
  * The fencing rule of every write by a lease holder (complete, fail,
@@ -216,6 +229,13 @@
 	"  THEN NULL ELSE " NOW " END, " \
 	"lease_owner = NULL, lease_expires_at = NULL, last_error_code = " CODE ", " \
 	"errors = " JQ_APPEND_ERROR_SQL(ENTRY, KEEP) " "
+
+/*
+ * The columns after the outcome of a statement that ends an attempt as
+ * failed (fail, reap): its error code and number, for the counters of
+ * jq_error_counts()
+ */
+#define JQ_FAILED_OUTCOME_SQL "j.last_error_code, j.attempt_count"
 
 /* The history entry of a failed attempt */
 #define JQ_ATTEMPT_ENTRY_SQL(NOW, CODE, MESSAGE, RETRYABLE) \
@@ -266,7 +286,8 @@
 							 "true"), \
 		"$3") \
 	"WHERE j.id = ANY (ARRAY(SELECT c.id FROM c)) " \
-	"RETURNING " JQ_OUTCOME_SQL("$2", JQ_QUEUE_NOTIFY_SQL, JQ_QUEUE_NOTIFY_FINISHED_SQL)
+	"RETURNING " JQ_OUTCOME_SQL("$2", JQ_QUEUE_NOTIFY_SQL, JQ_QUEUE_NOTIFY_FINISHED_SQL) ", " \
+	JQ_FAILED_OUTCOME_SQL
 
 /*
  * Ordering and fairness (ordering.c).  A queue has a group policy when its
@@ -417,9 +438,9 @@
 #define JQ_GROUP_LEASE_SQL(IDS) \
 	"u AS (" JQ_LEASE_SQL(IDS) " " \
 	"      RETURNING j.id, j.payload, j.attempt_count, j.lease_token, " \
-	"                j.lease_expires_at) " \
+	"                j.lease_expires_at, j.available_at) " \
 	"SELECT u.id, u.payload, u.attempt_count, u.lease_token, u.lease_expires_at, " \
-	"       c.group_key, c.pos " \
+	"       u.available_at, c.group_key, c.pos " \
 	"FROM u JOIN c ON c.id = u.id ORDER BY c.rank"
 
 typedef struct JqPlanSpec
@@ -499,7 +520,8 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"u AS (" JQ_LEASE_SQL("SELECT c.id FROM c") " "
 		"      RETURNING j.id, j.payload, j.attempt_count, j.lease_token, "
 		"                j.lease_expires_at, j.priority, j.available_at) "
-		"SELECT u.id, u.payload, u.attempt_count, u.lease_token, u.lease_expires_at "
+		"SELECT u.id, u.payload, u.attempt_count, u.lease_token, u.lease_expires_at, "
+		"       u.available_at "
 		"FROM u ORDER BY u.priority DESC, u.available_at, u.id",
 		5, {TEXTOID, INT4OID, TEXTOID, INTERVALOID, TIMESTAMPTZOID},
 		.name = "claim"
@@ -518,7 +540,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		.name = "complete keep"
 	},
 	[JQ_PLAN_COMPLETE_DELETE] = {
-		JQ_SUCCEED_DELETE_SQL("", JQ_LEASE_HELD_SQL("$1", "$2", "$3"), "$6", "$5"),
+		JQ_SUCCEED_DELETE_SQL("$3", "", JQ_LEASE_HELD_SQL("$1", "$2", "$3"), "$6", "$5"),
 		6, {INT8OID, INT8OID, TIMESTAMPTZOID, JSONBOID, TEXTARRAYOID, TEXTARRAYOID},
 		.name = "complete delete"
 	},
@@ -540,7 +562,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		.name = "complete many keep"
 	},
 	[JQ_PLAN_COMPLETE_MANY_DELETE] = {
-		JQ_SUCCEED_DELETE_SQL("USING " JQ_COMPLETE_LIST_SQL, JQ_COMPLETE_MANY_SQL,
+		JQ_SUCCEED_DELETE_SQL("$3", "USING " JQ_COMPLETE_LIST_SQL, JQ_COMPLETE_MANY_SQL,
 							  "$6", "$5"),
 		6, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, JSONBARRAYOID, TEXTARRAYOID,
 		TEXTARRAYOID},
@@ -590,7 +612,8 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 			"ELSE pg_catalog.jsonb_build_object('stack', $10::text) END)", "$8")
 		"FROM jobqueue.queues q "
 		"WHERE q.queue_name = j.queue_name AND " JQ_LEASE_HELD_SQL("$1", "$2", "$7") " "
-		"RETURNING " JQ_OUTCOME_SQL("$7", "q.notify", "q.notify_finished"),
+		"RETURNING " JQ_OUTCOME_SQL("$7", "q.notify", "q.notify_finished") ", "
+		JQ_FAILED_OUTCOME_SQL,
 		10, {INT8OID, INT8OID, TEXTOID, TEXTOID, BOOLOID, INTERVALOID, TIMESTAMPTZOID, INT4OID, JSONBOID, TEXTOID},
 		.name = "fail"
 	},
@@ -619,14 +642,16 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	/*
 	 * JQ_PLAN_RELEASE: $1 id, $2 token, $3 delay, $4 now.  The attempt is
 	 * given back, the token stays incremented so the old holder is fenced.
-	 * Outcome.
+	 * Outcome, with the attempt's start read from the row before the
+	 * UPDATE (o), which clears it.
 	 */
 	[JQ_PLAN_RELEASE] = {
 		"UPDATE jobqueue.jobs j SET status = 'pending', "
 		"  attempt_count = j.attempt_count - 1, available_at = $4 + $3, "
 		"  lease_owner = NULL, lease_expires_at = NULL, started_at = NULL "
+		"FROM (SELECT o.started_at FROM jobqueue.jobs o WHERE o.id = $1) o "
 		"WHERE " JQ_LEASE_HELD_SQL("$1", "$2", "$4") " "
-		"RETURNING " JQ_OUTCOME_SQL("$4", JQ_QUEUE_NOTIFY_SQL, "false"),
+		"RETURNING " JQ_OUTCOME_STARTED_SQL("$4", JQ_QUEUE_NOTIFY_SQL, "false", "o.started_at"),
 		4, {INT8OID, INT8OID, INTERVALOID, TIMESTAMPTZOID},
 		.name = "release"
 	},
@@ -1069,7 +1094,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"UPDATE jobqueue.jobs j SET " JQ_LEASE_SET_SQL("$4") " "
 		"WHERE j.queue_name = $1 AND j.id = ANY (ARRAY(SELECT c.id FROM c)) "
 		"RETURNING j.id, j.payload, j.attempt_count, j.lease_token, "
-		"          j.lease_expires_at, j.priority, j.available_at",
+		"          j.lease_expires_at, j.available_at, j.priority",
 		5, {TEXTOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID},
 		.name = "claim plain"
 	},
@@ -1127,8 +1152,9 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"      ORDER BY x.eff DESC, x.available_at, x.id LIMIT $2), "
 		"u AS (" JQ_LEASE_SQL("SELECT c.id FROM c") " "
 		"      RETURNING j.id, j.payload, j.attempt_count, j.lease_token, "
-		"                j.lease_expires_at) "
-		"SELECT u.id, u.payload, u.attempt_count, u.lease_token, u.lease_expires_at "
+		"                j.lease_expires_at, j.available_at) "
+		"SELECT u.id, u.payload, u.attempt_count, u.lease_token, u.lease_expires_at, "
+		"       u.available_at "
 		"FROM u JOIN c ON c.id = u.id ORDER BY c.eff DESC, c.available_at, c.id",
 		5, {TEXTOID, INT4OID, TEXTOID, INTERVALOID, TIMESTAMPTZOID},
 		.name = "claim aged"

@@ -5,6 +5,8 @@
 #     and another client completes it.
 #  2. A job with max_attempts 2 whose worker dies twice ends dead, with both
 #     expiries in its history, and is not deleted.
+#  3. The reaps are counted by error code and attempt (jq_error_counts) and
+#     timed (jq_latency: run, total).
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -105,6 +107,28 @@ cmp_ok($node->safe_psql('postgres', 'SELECT reaped FROM jobqueue.jq_worker_statu
 	'>=', 3, 'the worker counted its reaps');
 is($node->safe_psql('postgres', 'SELECT purged FROM jobqueue.jq_worker_status()'),
 	'1', 'and its purge');
+
+# what the worker's reaps recorded: the failed attempts by code and number
+# (job 1 retried after attempt 1; job 2 retried after 1, dead after 2), the
+# leases expired apart from jobs given back, and the run of each attempt
+# (at least its 2 s lease for a reaped one), the total of each finished job
+is( $node->safe_psql(
+		'postgres', q{
+SELECT string_agg(error_code || ':' || attempt || ':' || retries || ':' || dead_lettered, ','
+                  ORDER BY attempt)
+FROM jobqueue.jq_error_counts('q')}),
+	'LEASE_EXPIRED:1:2:0,LEASE_EXPIRED:2:0:1',
+	'the reaps are counted by error code and attempt');
+is($node->safe_psql('postgres',
+		"SELECT leases_expired, released FROM jobqueue.jq_counters() WHERE queue_name = 'q'"),
+	'3|0', 'three leases expired, none given back');
+is( $node->safe_psql(
+		'postgres', q{
+SELECT string_agg(kind || ':' || count, ',' ORDER BY kind),
+       bool_and(max >= interval '2 seconds') FILTER (WHERE kind = 'run')
+FROM jobqueue.jq_latency('q')}),
+	'run:4,total:2,wait:4|t',
+	'the reaped attempts are timed from their start, the finished jobs from their enqueue');
 
 $node->stop;
 done_testing();
