@@ -675,7 +675,12 @@ FROM (VALUES
 		(34, 'group_stats(1 MB name)', $$SELECT count(*) FROM jobqueue.jq_group_stats(pg_catalog.repeat('q', 1024 * 1024))$$),
 		(35, 'group_stats(unknown queue)', $$SELECT count(*) FROM jobqueue.jq_group_stats('no_such_queue')$$),
 		(36, 'group_stats(hostile)', $$SELECT count(*) FROM jobqueue.jq_group_stats('hostile')$$),
-		(37, 'group_count() called directly', $$SELECT jobqueue.jq_group_count()$$))
+		(37, 'group_count() called directly', $$SELECT jobqueue.jq_group_count()$$),
+		(38, 'recount_groups(NULL)', $$SELECT jobqueue.jq_recount_groups(NULL) >= 0$$),
+		(39, 'recount_groups(invalid name)', $$SELECT jobqueue.jq_recount_groups('a;b')$$),
+		(40, 'recount_groups(1 MB name)', $$SELECT jobqueue.jq_recount_groups(pg_catalog.repeat('q', 1024 * 1024))$$),
+		(41, 'recount_groups(unknown queue)', $$SELECT jobqueue.jq_recount_groups('no_such_queue')$$),
+		(42, 'recount_groups(hostile)', $$SELECT jobqueue.jq_recount_groups('hostile')$$))
 	AS v(ord, label, stmt)
 ORDER BY v.ord;
 
@@ -774,7 +779,7 @@ WHERE d.classid = 'pg_catalog.pg_proc'::regclass AND d.deptype = 'e'
 						  'jq_grant_monitor', 'jq_revoke_monitor',
 						  'jq_worker_status', 'jq_worker_tasks',
 						  'jq_progress', 'jq_job',
-						  'jq_group_stats', 'jq_group_count',
+						  'jq_group_stats', 'jq_group_count', 'jq_recount_groups',
 						  'jq_cron_next', 'jq_schedule', 'jq_unschedule',
 						  'jq_run_schedules', 'jq_rate_limits',
 						  'jq_jobs', 'jq_schedules')

@@ -340,6 +340,7 @@ BEGIN
 				'jobqueue.jq_purge(text, interval, integer)',
 				'jobqueue.jq_reap(integer)',
 				'jobqueue.jq_explain_claim(text, integer)',
+				'jobqueue.jq_recount_groups(text)',
 				'jobqueue.jq_finished_count(text, jobqueue.job_status)',
 				'jobqueue.jq_counters(boolean)',
 				'jobqueue.jq_counters_reset(text)',
@@ -402,3 +403,132 @@ BEGIN
 	END LOOP;
 END
 $$;
+
+------------------------------------------------------------------------------
+-- Group bookkeeping: counters that follow every move and can be repaired
+------------------------------------------------------------------------------
+
+/*
+ * The counter of a group follows its jobs whatever column a statement sets:
+ * a hand-written UPDATE that moves a job to another queue moves its count
+ * (the trigger also fires on queue_name).  A TRUNCATE of jobs empties the
+ * groups with them.  Whatever still escapes the triggers (a data-only
+ * restore with triggers disabled, session_replication_role = replica) is
+ * found and repaired by the background worker at its next pass and by
+ * jq_recount_groups().
+ */
+DROP TRIGGER jobs_group_status ON jobqueue.jobs;
+CREATE TRIGGER jobs_group_status AFTER UPDATE OF status, group_key, queue_name ON jobqueue.jobs
+	FOR EACH ROW WHEN (OLD.group_key IS NOT NULL OR NEW.group_key IS NOT NULL)
+	EXECUTE FUNCTION jobqueue.jq_group_count();
+CREATE TRIGGER jobs_group_truncate AFTER TRUNCATE ON jobqueue.jobs
+	FOR EACH STATEMENT EXECUTE FUNCTION jobqueue.jq_group_count();
+
+CREATE FUNCTION jobqueue.jq_recount_groups(queue_name text DEFAULT NULL)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'jq_recount_groups'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION jobqueue.jq_recount_groups(text) IS
+	'recount the running jobs of the groups of a queue (NULL: of every queue) from the jobs; returns the number of groups corrected';
+REVOKE ALL ON FUNCTION jobqueue.jq_recount_groups(text) FROM PUBLIC;
+
+/*
+ * queue_stats: the group columns count groups with a key only (the jobs
+ * without a group are no group), from the unfinished jobs, so that their
+ * cost follows the live groups, not every group a queue ever had.
+ * Same columns in the same order: CREATE OR REPLACE keeps the grants.
+ */
+CREATE OR REPLACE VIEW jobqueue.queue_stats AS
+SELECT q.queue_name,
+	   q.paused,
+	   COALESCE(p.pending, 0) AS pending,
+	   COALESCE(p.ready, 0) AS ready,
+	   COALESCE(p.pending - p.ready, 0) AS scheduled,
+	   COALESCE(r.running, 0) AS running,
+	   COALESCE(r.expiring_soon, 0) AS expiring_soon,
+	   jobqueue.jq_finished_count(q.queue_name, 'succeeded') AS succeeded,
+	   d.dead,
+	   jobqueue.jq_finished_count(q.queue_name, 'cancelled') AS cancelled,
+	   p.oldest_ready_age,
+	   d.oldest_dead_age,
+	   w.waiting,
+	   gs.groups_ready,
+	   gs.groups_running,
+	   gs.groups_blocked
+FROM jobqueue.queues q
+LEFT JOIN
+	(SELECT j.queue_name,
+			pg_catalog.count(*) AS pending,
+			pg_catalog.count(*) FILTER (WHERE j.available_at <= pg_catalog.now()) AS ready,
+			pg_catalog.now() - pg_catalog.min(j.available_at)
+				FILTER (WHERE j.available_at <= pg_catalog.now()) AS oldest_ready_age
+	 FROM jobqueue.jobs j
+	 WHERE j.status = 'pending'
+	 GROUP BY j.queue_name) p ON p.queue_name = q.queue_name
+CROSS JOIN LATERAL
+	(SELECT pg_catalog.count(*) AS dead,
+			pg_catalog.now() - pg_catalog.min(j.finished_at) AS oldest_dead_age
+	 FROM jobqueue.jobs j
+	 WHERE j.queue_name = q.queue_name AND j.status = 'dead') d
+LEFT JOIN
+	(SELECT j.queue_name,
+			pg_catalog.count(*) AS running,
+			pg_catalog.count(*) FILTER (WHERE j.lease_expires_at <
+				pg_catalog.now() + GREATEST(interval '5 seconds', rq.lease_duration * 0.1)) AS expiring_soon
+	 FROM jobqueue.jobs j
+	 JOIN jobqueue.queues rq ON rq.queue_name = j.queue_name
+	 WHERE j.status = 'running'
+	 GROUP BY j.queue_name) r ON r.queue_name = q.queue_name
+CROSS JOIN LATERAL
+	(SELECT pg_catalog.count(*) AS waiting
+	 FROM jobqueue.jobs j
+	 WHERE j.queue_name = q.queue_name AND j.status < 'pending') w
+CROSS JOIN LATERAL
+	(SELECT pg_catalog.count(*) FILTER (WHERE g.ready) AS groups_ready,
+			pg_catalog.count(*) FILTER (WHERE g.running) AS groups_running,
+			pg_catalog.count(*) FILTER (WHERE q.group_ordered AND (
+				SELECT h.status = 'dead' FROM jobqueue.jobs h
+				WHERE h.queue_name = q.queue_name AND h.group_key = g.group_key
+				  AND h.status IN ('pending', 'running', 'dead')
+				ORDER BY h.id LIMIT 1)) AS groups_blocked
+	 FROM (SELECT j.group_key,
+				  pg_catalog.bool_or(j.status = 'pending' AND j.available_at <= pg_catalog.now()) AS ready,
+				  pg_catalog.bool_or(j.status = 'running') AS running
+		   FROM jobqueue.jobs j
+		   WHERE j.queue_name = q.queue_name AND j.group_key IS NOT NULL AND j.group_key <> ''
+			 AND j.status IN ('pending', 'running', 'dead')
+		   GROUP BY j.group_key) g) gs;
+
+-- Every role that holds the admin set gets jq_recount_groups.
+DO $$
+DECLARE
+	r record;
+BEGIN
+	FOR r IN
+		SELECT a.grantee::pg_catalog.regrole AS grantee
+		FROM pg_catalog.pg_proc p
+		CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+		WHERE p.oid = 'jobqueue.jq_explain_claim(text, integer)'::pg_catalog.regprocedure
+		  AND a.privilege_type = 'EXECUTE' AND a.grantee <> 0 AND a.grantee <> p.proowner
+	LOOP
+		EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION jobqueue.jq_recount_groups(text) TO %s',
+								  r.grantee);
+	END LOOP;
+END
+$$;
+
+/*
+ * The rotation of round_robin claims, shared by every session: the last
+ * group a claim of the queue served.  A fresh connection (a serverless
+ * worker, a cron script, a pooler's new server connection) continues the
+ * rotation instead of starting at the first group.  A claim moves it only
+ * when no other claim holds the row (it never waits).
+ */
+CREATE TABLE jobqueue.group_rotation
+(
+	queue_name	text	PRIMARY KEY REFERENCES jobqueue.queues ON DELETE CASCADE,
+	group_key	text	NOT NULL
+);
+COMMENT ON TABLE jobqueue.group_rotation IS
+	'per round_robin queue: the last group a claim served, where the next claim of any session starts';
+REVOKE ALL ON jobqueue.group_rotation FROM PUBLIC;

@@ -24,7 +24,9 @@
 
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"
+#include "catalog/namespace.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
@@ -80,6 +82,18 @@ jq_policy_entry(const char *queue_name)
 	if (!found)
 		entry->has_cursor = false;
 	return entry;
+}
+
+/*
+ * Does the schema have jobqueue.group_rotation (version 1.4)?  Before the
+ * ALTER EXTENSION UPDATE, round_robin claims rotate per backend.
+ */
+static bool
+jq_rotation_installed(void)
+{
+	Oid			nsp = get_namespace_oid("jobqueue", true);
+
+	return OidIsValid(nsp) && OidIsValid(get_relname_relid("group_rotation", nsp));
 }
 
 /* The claim statement of a queue with these settings */
@@ -216,10 +230,22 @@ jq_claim_run(JqClaimKind kind, const JqQueueSettings *settings,
 			break;
 	}
 
-	/* the rotation cursor: looked up only by the claims that rotate */
+	/*
+	 * The rotation cursor: looked up only by the claims that rotate.  A
+	 * round_robin queue keeps it in jobqueue.group_rotation, shared by
+	 * every session (a fresh connection continues the rotation where the
+	 * last claim left it); the other group policies keep it per backend.
+	 */
 	entry = jq_policy_entry(queue_name);
 	memcpy(gvalues, values, 5 * sizeof(Datum));
 	memcpy(gnulls, nulls, 5);
+	if (settings->round_robin && jq_rotation_installed())
+	{
+		jq_execute(JQ_PLAN_ROTATION_READ, values, NULL, SPI_OK_SELECT);
+		entry->has_cursor = SPI_processed == 1;
+		if (entry->has_cursor)
+			strlcpy(entry->cursor, jq_result_name(0, 1), sizeof(entry->cursor));
+	}
 	if (entry->has_cursor)
 	{
 		gvalues[5] = CStringGetTextDatum(entry->cursor);
@@ -245,6 +271,19 @@ jq_claim_run(JqClaimKind kind, const JqQueueSettings *settings,
 			strlcpy(entry->cursor, key, sizeof(entry->cursor));
 			entry->has_cursor = true;
 		}
+	}
+	if (last_pos > 0 && settings->round_robin && jq_rotation_installed())
+	{
+		SPITupleTable *tuptable = SPI_tuptable;
+		uint64		processed = SPI_processed;
+		Datum		rvalues[2];
+
+		rvalues[0] = values[0];
+		rvalues[1] = CStringGetTextDatum(entry->cursor);
+		jq_execute(JQ_PLAN_ROTATION_MOVE, rvalues, NULL, SPI_OK_INSERT);
+		/* the claimed jobs stay the result */
+		SPI_tuptable = tuptable;
+		SPI_processed = processed;
 	}
 }
 

@@ -109,6 +109,9 @@ typedef enum JqPlanId
 	JQ_PLAN_GROUP_ADD,
 	JQ_PLAN_GROUP_CREATE,
 	JQ_PLAN_GROUP_STATS,
+	JQ_PLAN_GROUPS_REPAIR,
+	JQ_PLAN_ROTATION_READ,
+	JQ_PLAN_ROTATION_MOVE,
 	/* schedules and rate limits (schedules.c, lifecycle.c) */
 	JQ_PLAN_SCHEDULES_DUE,
 	JQ_PLAN_SCHEDULE_ENQUEUE,
@@ -234,6 +237,7 @@ extern ArrayType *jq_arg_group_keys(FunctionCallInfo fcinfo, int argno,
 extern bool jq_ordering_installed(void);
 extern void jq_ordering_set_policy(FunctionCallInfo fcinfo, int argno,
 								   const char *queue_name, bool alter);
+extern int64 jq_groups_repair(const char *queue_name);
 
 /* The per-backend cache of queue settings (queuecache.c) */
 typedef struct JqQueueSettings
@@ -246,6 +250,7 @@ typedef struct JqQueueSettings
 	bool		notify;
 	int32		max_attempts;
 	bool		aged;			/* priority_aging */
+	bool		round_robin;	/* fairness = 'round_robin' */
 	Interval	lease_duration;
 	Interval	max_runtime;
 } JqQueueSettings;

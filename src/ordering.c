@@ -67,6 +67,7 @@
 
 PG_FUNCTION_INFO_V1(jq_group_count);
 PG_FUNCTION_INFO_V1(jq_group_stats);
+PG_FUNCTION_INFO_V1(jq_recount_groups);
 
 /*
  * Does the schema have the ordering columns (version 1.2)?  A new library
@@ -151,13 +152,14 @@ jq_arg_group_keys(FunctionCallInfo fcinfo, int argno, int npayloads)
 	return keys;
 }
 
-/* Is the job of tuple tup running?  (An enum: compare the label.) */
+/* Is the job of tuple tup in status?  (An enum: compare the label.) */
 static bool
-jq_tuple_running(HeapTuple tup, TupleDesc tupdesc, int status_attno)
+jq_tuple_status(HeapTuple tup, TupleDesc tupdesc, int status_attno,
+				const char *status)
 {
 	char	   *s = SPI_getvalue(tup, tupdesc, status_attno);
 
-	return s != NULL && strcmp(s, "running") == 0;
+	return s != NULL && strcmp(s, status) == 0;
 }
 
 /*
@@ -339,6 +341,8 @@ jq_group_count(PG_FUNCTION_ARGS)
 	bool		new_grouped = false;
 	bool		old_running = false;
 	bool		new_running = false;
+	bool		old_pending = false;
+	bool		new_pending = false;
 	bool		isnull;
 	int			status_attno;
 	int			queue_attno;
@@ -348,11 +352,21 @@ jq_group_count(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("jq_group_count() must be called as a trigger")));
+	if (TRIGGER_FIRED_AFTER(trigdata->tg_event) &&
+		TRIGGER_FIRED_BY_TRUNCATE(trigdata->tg_event))
+	{
+		/* the jobs are gone: so are their groups */
+		jq_spi_connect();
+		jq_execute_once("groups truncated", "DELETE FROM jobqueue.groups",
+						0, NULL, NULL, NULL, SPI_OK_DELETE);
+		jq_spi_finish();
+		return PointerGetDatum(NULL);
+	}
 	if (!TRIGGER_FIRED_AFTER(trigdata->tg_event) ||
 		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event))
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("jq_group_count() must be an AFTER ... FOR EACH ROW trigger")));
+				 errmsg("jq_group_count() must be an AFTER ... FOR EACH ROW trigger or an AFTER TRUNCATE trigger")));
 
 	tupdesc = trigdata->tg_relation->rd_att;
 	status_attno = SPI_fnumber(tupdesc, "status");
@@ -382,7 +396,8 @@ jq_group_count(PG_FUNCTION_ARGS)
 		if (old_grouped)
 		{
 			old_queue = SPI_getbinval(oldtup, tupdesc, queue_attno, &isnull);
-			old_running = jq_tuple_running(oldtup, tupdesc, status_attno);
+			old_running = jq_tuple_status(oldtup, tupdesc, status_attno, "running");
+			old_pending = jq_tuple_status(oldtup, tupdesc, status_attno, "pending");
 		}
 	}
 	if (newtup != NULL)
@@ -396,7 +411,8 @@ jq_group_count(PG_FUNCTION_ARGS)
 								 (int64) toast_raw_datum_size(new_group) - VARHDRSZ,
 								 JQ_GROUP_KEY_MAXLEN);
 			new_queue = SPI_getbinval(newtup, tupdesc, queue_attno, &isnull);
-			new_running = jq_tuple_running(newtup, tupdesc, status_attno);
+			new_running = jq_tuple_status(newtup, tupdesc, status_attno, "running");
+			new_pending = jq_tuple_status(newtup, tupdesc, status_attno, "pending");
 		}
 	}
 
@@ -405,9 +421,17 @@ jq_group_count(PG_FUNCTION_ARGS)
 		datumIsEqual(old_queue, new_queue, false, -1) &&
 		datumIsEqual(old_group, new_group, false, -1))
 	{
-		if (old_running == new_running)
-			return PointerGetDatum(NULL);
-		jq_group_add(new_queue, new_group, new_running ? 1 : -1);
+		if (old_running != new_running)
+			jq_group_add(new_queue, new_group, new_running ? 1 : -1);
+		else if (new_pending && !old_pending)
+		{
+			/*
+			 * A job that becomes claimable (released by its dependencies,
+			 * replayed, retried): its group has a row, whatever happened
+			 * to the table before (a restore without triggers).
+			 */
+			jq_group_add(new_queue, new_group, 0);
+		}
 		return PointerGetDatum(NULL);
 	}
 
@@ -463,6 +487,55 @@ jq_group_stats(PG_FUNCTION_ARGS)
 	jq_spi_finish();
 
 	return (Datum) 0;
+}
+
+/*
+ * Correct the rows of jobqueue.groups of queue_name (NULL: of every queue)
+ * that disagree with the jobs (JQ_PLAN_GROUPS_REPAIR); a group another
+ * transaction is changing is left for a later call.  Returns the number of
+ * groups corrected.  Connected to SPI.  Called by jq_recount_groups, by
+ * jq_alter_queue and by the worker's reap task, after its last batch.
+ */
+int64
+jq_groups_repair(const char *queue_name)
+{
+	Datum		values[1];
+	char		nulls[1] = {JQ_NOTNULL};
+	bool		isnull;
+
+	if (queue_name == NULL)
+	{
+		values[0] = (Datum) 0;
+		nulls[0] = JQ_ISNULL;
+	}
+	else
+		values[0] = CStringGetTextDatum(queue_name);
+	jq_execute(JQ_PLAN_GROUPS_REPAIR, values, nulls, SPI_OK_SELECT);
+	return DatumGetInt64(jq_result_nullable(0, 1, &isnull));
+}
+
+/*
+ * jq_recount_groups(queue_name) returns bigint
+ *
+ * For an operator: the running jobs of each group of queue_name (NULL:
+ * every queue) counted again from the jobs, and every row of
+ * jobqueue.groups that disagrees corrected, as the worker does at each
+ * pass.  Returns the number of groups corrected.
+ */
+Datum
+jq_recount_groups(PG_FUNCTION_ARGS)
+{
+	char	   *queue_name = NULL;
+	int64		n;
+
+	if (!PG_ARGISNULL(0))
+		queue_name = jq_arg_queue_name(fcinfo, 0);
+	jq_spi_connect();
+	if (queue_name != NULL && !jq_queue_settings(queue_name)->exists)
+		jq_raise_unknown_queue(queue_name);
+	n = jq_groups_repair(queue_name);
+	jq_spi_finish();
+	PG_RETURN_INT64(n);
 }
 
 /*
@@ -570,8 +643,9 @@ jq_ordering_set_policy(FunctionCallInfo fcinfo, int argno,
 	if (!alter && nulls[1] == JQ_NOTNULL && concurrency != 1 && ordered)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("group_ordered admits no group_concurrency but 1"),
-				 errdetail("A strictly ordered group runs one job at a time.")));
+				 errmsg("group_ordered requires group_concurrency 1 or no limit"),
+				 errdetail("A strictly ordered group runs one job at a time."),
+				 errhint("Pass group_concurrency => 1, or leave it out.")));
 	if (!given)
 		return;
 
@@ -580,7 +654,7 @@ jq_ordering_set_policy(FunctionCallInfo fcinfo, int argno,
 					"SELECT CASE WHEN $2 = 0 THEN NULL "
 					"            ELSE COALESCE($2, q.group_concurrency) END, "
 					"       COALESCE($3, q.group_ordered) "
-					"FROM jobqueue.queues q WHERE q.queue_name = $1 FOR UPDATE",
+					"FROM jobqueue.queues q WHERE q.queue_name = $1 FOR NO KEY UPDATE",
 					3, argtypes, values, nulls, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		jq_raise_unknown_queue(queue_name);
@@ -591,8 +665,10 @@ jq_ordering_set_policy(FunctionCallInfo fcinfo, int argno,
 		if (jq_result_bool(0, 2) && !lim_null && DatumGetInt32(lim) != 1)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("group_ordered admits no group_concurrency but 1"),
-					 errdetail("A strictly ordered group runs one job at a time.")));
+					 errmsg("group_ordered requires group_concurrency 1 or no limit"),
+					 errdetail("A strictly ordered group runs one job at a time; the queue's limit would be %d.",
+							   DatumGetInt32(lim)),
+					 errhint("Pass group_concurrency => 1 with group_ordered => true.")));
 	}
 
 	jq_execute_once("set queue policy",
@@ -611,30 +687,24 @@ jq_ordering_set_policy(FunctionCallInfo fcinfo, int argno,
 	if (!grouped || !alter)
 		return;
 
-	/* a group policy: every unfinished job in a group, counters recounted */
-	jq_execute_once("lock groups", "LOCK TABLE jobqueue.groups IN EXCLUSIVE MODE",
+	/*
+	 * A group policy: every job that may still run gets a group, counters
+	 * recounted.  The lock waits for every transaction that has written
+	 * jobs (one may have enqueued into this queue under the old policy and
+	 * not committed yet) and holds off new writers until this transaction
+	 * ends, so that no job without a group is left behind in a queue with
+	 * a group policy: pending, running and dead jobs, waiting jobs (released
+	 * later) and cancelled ones (replayed later by jq_retry) alike.  (The
+	 * queue's row was locked FOR NO KEY UPDATE above, which an enqueue's
+	 * foreign key check does not wait for.)
+	 */
+	jq_execute_once("lock jobs for regrouping",
+					"LOCK TABLE jobqueue.jobs IN SHARE ROW EXCLUSIVE MODE",
 					0, NULL, NULL, NULL, SPI_OK_UTILITY);
 	jq_execute_once("group the ungrouped",
 					"UPDATE jobqueue.jobs j SET group_key = '' "
 					"WHERE j.queue_name = $1 AND j.group_key IS NULL "
-					"  AND j.status IN ('pending', 'running', 'dead')",
+					"  AND j.status <> 'succeeded'",
 					1, argtypes, values, NULL, SPI_OK_UPDATE);
-	jq_execute_once("recount groups",
-					"INSERT INTO jobqueue.groups AS gr (queue_name, group_key, running) "
-					"SELECT $1, j.group_key, "
-					"       pg_catalog.count(*) FILTER (WHERE j.status = 'running') "
-					"FROM jobqueue.jobs j "
-					"WHERE j.queue_name = $1 AND j.group_key IS NOT NULL "
-					"  AND j.status IN ('pending', 'running', 'dead') "
-					"GROUP BY j.group_key "
-					"ON CONFLICT (queue_name, group_key) DO UPDATE "
-					"SET running = EXCLUDED.running",
-					1, argtypes, values, NULL, SPI_OK_INSERT);
-	jq_execute_once("zero idle groups",
-					"UPDATE jobqueue.groups gr SET running = 0 "
-					"WHERE gr.queue_name = $1 AND gr.running <> 0 "
-					"  AND NOT EXISTS (SELECT FROM jobqueue.jobs j "
-					"                  WHERE j.queue_name = $1 AND j.group_key = gr.group_key "
-					"                    AND j.status = 'running')",
-					1, argtypes, values, NULL, SPI_OK_UPDATE);
+	(void) jq_groups_repair(queue_name);
 }

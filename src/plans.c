@@ -318,8 +318,9 @@
 /*
  * Can group gr of queue q start a job now (CTE q: lim, ordered)?  Below
  * its limit; for strict order, nothing running and its head (the oldest
- * unfinished job) pending and due; otherwise a ready job.  The group of
- * the jobs without a group ('') has neither limit nor order.
+ * unfinished job) pending and due; otherwise a ready job (one probe of
+ * the group's jobs, never a hash of the queue's).  The group of the jobs
+ * without a group ('') has neither limit nor order.
  */
 #define JQ_GROUP_ADMISSIBLE_SQL \
 	"(gr.group_key = '' OR q.lim IS NULL OR gr.running < q.lim) " \
@@ -329,15 +330,56 @@
 	"  FROM jobqueue.jobs h WHERE h.queue_name = $1 AND h.group_key = gr.group_key " \
 	"    AND h.status IN ('pending', 'running', 'dead') " \
 	"  ORDER BY h.id LIMIT 1) " \
-	"ELSE EXISTS (SELECT FROM jobqueue.jobs r WHERE r.queue_name = $1 " \
+	"ELSE COALESCE((SELECT true FROM jobqueue.jobs r WHERE r.queue_name = $1 " \
 	"  AND r.group_key = gr.group_key AND r.status = 'pending' " \
-	"  AND r.available_at <= $5) END "
+	"  AND r.available_at <= $5 LIMIT 1), false) END "
 
-/* One branch of the rotation over the groups: RANGE is a condition on gr */
-#define JQ_GROUP_BRANCH_SQL(RANGE) \
-	"SELECT * FROM (SELECT gr.group_key, gr.running FROM jobqueue.groups gr, q " \
-	"  WHERE gr.queue_name = $1 AND " RANGE " AND " JQ_GROUP_ADMISSIBLE_SQL \
-	"  ORDER BY gr.group_key LIMIT $2 FOR UPDATE OF gr SKIP LOCKED) b "
+/*
+ * The groups of queue $1 that have pending jobs, in key order, found by a
+ * skip scan of jobs_group_idx (one index probe per group): NAME(key), the
+ * keys from the first one for which START holds (a condition on j) on, as
+ * long as WHILE holds (a condition on NAME.key).  The claims of the group
+ * policies walk these rather than jobqueue.groups, so that their cost
+ * follows the groups that have work, not every group the queue ever had.
+ * A recursive CTE is evaluated as far as its reader asks: the LIMIT of
+ * the claim stops the scan.
+ */
+#define JQ_GROUP_KEYS_SQL(NAME, START, WHILE) \
+	NAME "(key) AS (" \
+	"  (SELECT j.group_key FROM jobqueue.jobs j " \
+	"   WHERE j.queue_name = $1 AND j.status = 'pending' AND j.group_key IS NOT NULL " \
+	"     AND " START " ORDER BY j.group_key LIMIT 1) " \
+	"  UNION ALL " \
+	"  SELECT (SELECT j.group_key FROM jobqueue.jobs j " \
+	"          WHERE j.queue_name = $1 AND j.status = 'pending' " \
+	"            AND j.group_key IS NOT NULL AND j.group_key > " NAME ".key " \
+	"          ORDER BY j.group_key LIMIT 1) " \
+	"  FROM " NAME " WHERE " NAME ".key IS NOT NULL AND " WHILE ")"
+
+/*
+ * The three walks of a rotation that starts after cursor $6: from the
+ * first group when there is no cursor (k0), after the cursor (k1), and
+ * from the first group up to the cursor (k2).
+ */
+#define JQ_GROUP_WALKS_SQL \
+	JQ_GROUP_KEYS_SQL("k0", "$6::text IS NULL", "true") ", " \
+	JQ_GROUP_KEYS_SQL("k1", "j.group_key > $6", "true") ", " \
+	JQ_GROUP_KEYS_SQL("k2", "$6::text IS NOT NULL", "k2.key < $6") " "
+
+/*
+ * One branch of the rotation over the groups: the groups of walk K, in its
+ * order (the LATERAL join keeps it), that can start a job, each with its
+ * row of jobqueue.groups locked (FOR UPDATE SKIP LOCKED, after the
+ * conditions, which READ COMMITTED rechecks on the newest row version).
+ * A group without a row (restored without triggers, not yet repaired) is
+ * not served.
+ */
+#define JQ_GROUP_BRANCH_SQL(K, WHILE) \
+	"SELECT * FROM (SELECT b.group_key, b.running FROM " K " k CROSS JOIN LATERAL (" \
+	"  SELECT gr.group_key, gr.running FROM jobqueue.groups gr, q " \
+	"  WHERE gr.queue_name = $1 AND gr.group_key = k.key AND " JQ_GROUP_ADMISSIBLE_SQL \
+	"  FOR UPDATE OF gr SKIP LOCKED) b " \
+	"  WHERE k.key IS NOT NULL AND " WHILE " LIMIT $2) b "
 
 /*
  * The INSERT of jq_enqueue on a schema with groups (1.2): CONFLICT is the
@@ -372,27 +414,28 @@
  * version.  (The planner may put a Memoize over the TID scan: every head
  * comes once per statement, so it never answers from its cache.)
  */
-#define JQ_HEAD_BRANCH_SQL(RANGE) \
-	"SELECT * FROM (SELECT gr.group_key, j.id, j.priority, j.available_at " \
-	"  FROM jobqueue.groups gr CROSS JOIN LATERAL (" \
-	"    SELECT * FROM (SELECT h.ctid AS tid, h.status, h.available_at " \
-	"      FROM jobqueue.jobs h " \
-	"      WHERE gr.group_key <> '' AND h.queue_name = $1 " \
-	"        AND h.group_key = gr.group_key " \
-	"        AND h.status IN ('pending', 'running', 'dead') " \
-	"      ORDER BY h.id LIMIT 1) hh " \
-	"    UNION ALL " \
-	"    SELECT * FROM (SELECT r.ctid, r.status, r.available_at " \
-	"      FROM jobqueue.jobs r " \
-	"      WHERE gr.group_key = '' AND r.queue_name = $1 AND r.group_key = '' " \
-	"        AND r.status = 'pending' AND r.available_at <= $5 " \
-	"      ORDER BY r.priority DESC, r.available_at, r.id LIMIT 1) hr) hd " \
-	"  JOIN jobqueue.jobs j ON j.ctid = hd.tid " \
-	"  WHERE gr.queue_name = $1 AND " RANGE " " \
-	"    AND (gr.group_key = '' OR gr.running = 0) AND EXISTS (SELECT FROM q) " \
-	"    AND hd.status = 'pending' AND hd.available_at <= $5 " \
-	"    AND j.queue_name = $1 AND j.status = 'pending' AND j.available_at <= $5 " \
-	"  ORDER BY gr.group_key LIMIT $2 FOR UPDATE OF j SKIP LOCKED) b "
+#define JQ_HEAD_BRANCH_SQL(K, WHILE) \
+	"SELECT * FROM (SELECT k.key AS group_key, x.id, x.priority, x.available_at " \
+	"  FROM " K " k CROSS JOIN LATERAL (" \
+	"    SELECT j.id, j.priority, j.available_at FROM (" \
+	"      SELECT * FROM (SELECT h.ctid AS tid, h.status, h.available_at " \
+	"        FROM jobqueue.jobs h " \
+	"        WHERE k.key <> '' AND h.queue_name = $1 " \
+	"          AND h.group_key = k.key " \
+	"          AND h.status IN ('pending', 'running', 'dead') " \
+	"        ORDER BY h.id LIMIT 1) hh " \
+	"      UNION ALL " \
+	"      SELECT * FROM (SELECT r.ctid, r.status, r.available_at " \
+	"        FROM jobqueue.jobs r " \
+	"        WHERE k.key = '' AND r.queue_name = $1 AND r.group_key = '' " \
+	"          AND r.status = 'pending' AND r.available_at <= $5 " \
+	"        ORDER BY r.priority DESC, r.available_at, r.id LIMIT 1) hr) hd " \
+	"    JOIN jobqueue.jobs j ON j.ctid = hd.tid " \
+	"    WHERE hd.status = 'pending' AND hd.available_at <= $5 " \
+	"      AND j.queue_name = $1 AND j.status = 'pending' AND j.available_at <= $5 " \
+	"    FOR UPDATE OF j SKIP LOCKED) x " \
+	"  WHERE k.key IS NOT NULL AND " WHILE " AND EXISTS (SELECT FROM q) " \
+	"  LIMIT $2) b "
 
 /*
  * The parts the two group claims (JQ_PLAN_CLAIM_GROUPS, _ORDERED) share.
@@ -1039,17 +1082,20 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * idempotency key ($6 NULL, unused), which cannot conflict: a plain
 	 * INSERT, without the speculative insertion of ON CONFLICT (one WAL
 	 * record less per job), and without reading the queue's row: its
-	 * max_attempts ($5 resolved), group policy ($8 resolved) and notify ($9)
-	 * come from the backend's cache of queue settings (queuecache.c).  The
-	 * queue's existence is still checked in the statement's snapshot: a
-	 * queue dropped while the INSERT waited for the drop's lock must not
-	 * get a job.  No row back means no such queue.
+	 * max_attempts ($5 resolved) and notify ($9) come from the backend's
+	 * cache of queue settings (queuecache.c).  The queue's row is still
+	 * read in the statement's snapshot: a queue dropped while the INSERT
+	 * waited for the drop's lock must not get a job, and a job without a
+	 * group gets the group '' when the queue has a group policy now, even
+	 * if the cache was read before a jq_alter_queue gave it one (the
+	 * INSERT waits for that transaction's lock on jobs, see
+	 * jq_ordering_set_policy).  No row back means no such queue.
 	 */
 	[JQ_PLAN_ENQUEUE_UNKEYED] = {
 		"INSERT INTO jobqueue.jobs AS j "
 		"  (queue_name, payload, priority, available_at, max_attempts, group_key) "
-		"SELECT $1, $2, $3, COALESCE($4, $7), $5, $8 "
-		"WHERE EXISTS (SELECT FROM jobqueue.queues q WHERE q.queue_name = $1) "
+		"SELECT $1, $2, $3, COALESCE($4, $7), $5, COALESCE($8, " JQ_NO_GROUP_SQL ") "
+		"FROM jobqueue.queues q WHERE q.queue_name = $1 "
 		"RETURNING " JQ_OUTCOME_SQL("$7", "$9", "false") ", j.id",
 		9, {TEXTOID, JSONBOID, INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TEXTOID,
 		BOOLOID},
@@ -1102,12 +1148,12 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * JQ_PLAN_QUEUE_SETTINGS: $1 queue.  What a claim and an enqueue need
 	 * of the queue's row (queuecache.c): paused, lease_duration,
 	 * max_runtime, a group policy, priority aging, strict order per group,
-	 * max_attempts, notify.
+	 * max_attempts, notify, round_robin.
 	 */
 	[JQ_PLAN_QUEUE_SETTINGS] = {
 		"SELECT q.paused, q.lease_duration, q.max_runtime, "
 		JQ_GROUP_POLICY_SQL ", q.priority_aging IS NOT NULL, q.group_ordered, "
-		"q.max_attempts, q.notify "
+		"q.max_attempts, q.notify, q.fairness = 'round_robin' "
 		"FROM jobqueue.queues q WHERE q.queue_name = $1",
 		1, {TEXTOID},
 		.name = "queue settings", .read_only = true
@@ -1179,17 +1225,18 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * position, for the cursor.
 	 */
 	[JQ_PLAN_CLAIM_GROUPS] = {
-		"WITH q AS (SELECT q.lease_duration, q.max_runtime, q.group_concurrency AS lim, "
+		"WITH RECURSIVE q AS (SELECT q.lease_duration, q.max_runtime, q.group_concurrency AS lim, "
 		"             q.group_ordered AS ordered, q.fairness = 'round_robin' AS rr, "
 		"             pg_catalog.date_part('epoch', q.priority_aging) AS aging "
 		"           FROM jobqueue.queues q WHERE q.queue_name = $1 AND NOT q.paused), "
+		JQ_GROUP_WALKS_SQL ", "
 		"g0 AS (SELECT s.group_key, s.running, pg_catalog.row_number() OVER () AS pos "
 		"       FROM (SELECT * FROM ("
-		JQ_GROUP_BRANCH_SQL("$6::text IS NULL")
+		JQ_GROUP_BRANCH_SQL("k0", "true")
 		"             UNION ALL "
-		JQ_GROUP_BRANCH_SQL("gr.group_key > $6")
+		JQ_GROUP_BRANCH_SQL("k1", "true")
 		"             UNION ALL "
-		JQ_GROUP_BRANCH_SQL("gr.group_key <= $6")
+		JQ_GROUP_BRANCH_SQL("k2", "k.key <= $6")
 		"             ) s0 LIMIT $2) s), "
 		"g AS (SELECT g0.group_key, g0.pos, "
 		"        (g0.group_key <> '' AND q.ordered) AS head_only, "
@@ -1242,19 +1289,20 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * position, for the cursor.
 	 */
 	[JQ_PLAN_CLAIM_ORDERED] = {
-		"WITH q AS (SELECT q.lease_duration, q.max_runtime, "
+		"WITH RECURSIVE q AS (SELECT q.lease_duration, q.max_runtime, "
 		"             q.fairness = 'round_robin' AS rr, "
 		"             pg_catalog.date_part('epoch', q.priority_aging) AS aging "
 		"           FROM jobqueue.queues q "
 		"           WHERE q.queue_name = $1 AND NOT q.paused AND q.group_ordered), "
+		JQ_GROUP_WALKS_SQL ", "
 		"g0 AS (SELECT s.group_key, s.id, s.priority, s.available_at, "
 		"         pg_catalog.row_number() OVER () AS pos "
 		"       FROM (SELECT * FROM ("
-		JQ_HEAD_BRANCH_SQL("$6::text IS NULL")
+		JQ_HEAD_BRANCH_SQL("k0", "true")
 		"             UNION ALL "
-		JQ_HEAD_BRANCH_SQL("gr.group_key > $6")
+		JQ_HEAD_BRANCH_SQL("k1", "true")
 		"             UNION ALL "
-		JQ_HEAD_BRANCH_SQL("gr.group_key <= $6")
+		JQ_HEAD_BRANCH_SQL("k2", "k.key <= $6")
 		"             ) s0 LIMIT $2) s), "
 		"g AS (SELECT g0.group_key, g0.id, g0.priority, g0.available_at, g0.pos, "
 		"        CASE WHEN g0.group_key <> '' THEN 1 "
@@ -1328,31 +1376,116 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		.name = "group create"
 	},
 	/*
-	 * JQ_PLAN_GROUP_STATS: $1 queue, $2 now.  One row per group with jobs
-	 * in it (or running ones); see jq_group_stats().
+	 * JQ_PLAN_GROUP_STATS: $1 queue, $2 now.  One row per group with
+	 * pending, running or dead jobs, from the jobs (jobs_group_head_idx),
+	 * not from jobqueue.groups: the cost follows the unfinished jobs; see
+	 * jq_group_stats().
 	 */
 	[JQ_PLAN_GROUP_STATS] = {
-		"SELECT NULLIF(gr.group_key, ''), s.ready, s.running, s.scheduled, s.dead, "
-		"       COALESCE(q.group_ordered AND gr.group_key <> '' AND ("
+		"SELECT NULLIF(s.group_key, ''), s.ready, s.running, s.scheduled, s.dead, "
+		"       COALESCE(q.group_ordered AND s.group_key <> '' AND ("
 		"         SELECT h.status = 'dead' FROM jobqueue.jobs h "
-		"         WHERE h.queue_name = $1 AND h.group_key = gr.group_key "
+		"         WHERE h.queue_name = $1 AND h.group_key = s.group_key "
 		"           AND h.status IN ('pending', 'running', 'dead') "
 		"         ORDER BY h.id LIMIT 1), false), "
 		"       s.oldest "
-		"FROM jobqueue.queues q JOIN jobqueue.groups gr ON gr.queue_name = q.queue_name "
-		"CROSS JOIN LATERAL (SELECT "
+		"FROM jobqueue.queues q CROSS JOIN LATERAL (SELECT j.group_key, "
 		"    pg_catalog.count(*) FILTER (WHERE j.status = 'pending' AND j.available_at <= $2) AS ready, "
 		"    pg_catalog.count(*) FILTER (WHERE j.status = 'running') AS running, "
 		"    pg_catalog.count(*) FILTER (WHERE j.status = 'pending' AND j.available_at > $2) AS scheduled, "
 		"    pg_catalog.count(*) FILTER (WHERE j.status = 'dead') AS dead, "
 		"    $2 - pg_catalog.min(j.available_at) "
 		"      FILTER (WHERE j.status = 'pending' AND j.available_at <= $2) AS oldest "
-		"  FROM jobqueue.jobs j WHERE j.queue_name = $1 AND j.group_key = gr.group_key "
-		"    AND j.status IN ('pending', 'running', 'dead')) s "
-		"WHERE q.queue_name = $1 AND s.ready + s.running + s.scheduled + s.dead > 0 "
-		"ORDER BY gr.group_key",
+		"  FROM jobqueue.jobs j WHERE j.queue_name = $1 AND j.group_key IS NOT NULL "
+		"    AND j.status IN ('pending', 'running', 'dead') "
+		"  GROUP BY j.group_key) s "
+		"WHERE q.queue_name = $1 "
+		"ORDER BY s.group_key",
 		2, {TEXTOID, TIMESTAMPTZOID},
 		.name = "group stats", .read_only = true
+	},
+
+	/*
+	 * JQ_PLAN_GROUPS_REPAIR: $1 queue (NULL: every queue).  The groups
+	 * whose row disagrees with their jobs (a: the running jobs of every
+	 * group with unfinished jobs; bad: a group whose row is missing or
+	 * counts otherwise, or a row that counts running jobs its group has
+	 * not), corrected: a missing row inserted, a wrong one set to the
+	 * count.  A row is set only when it is unchanged since the statement's
+	 * snapshot (its xmin then is that of the version the snapshot sees,
+	 * rechecked on the newest version after the lock) and not locked: a
+	 * transaction that moved jobs of the group since then, or is moving
+	 * them, changes the row itself, and the count read in the snapshot
+	 * could be behind it; such a group is left for the next pass.  Jobs
+	 * moved by a transaction still in progress are not in the snapshot and
+	 * not in the row either (their changes come when their statement
+	 * ends), so they are no disagreement.  Returns the groups corrected.
+	 */
+	[JQ_PLAN_GROUPS_REPAIR] = {
+		"WITH a AS (SELECT j.queue_name, j.group_key, "
+		"             pg_catalog.count(*) FILTER (WHERE j.status = 'running') AS running "
+		"           FROM jobqueue.jobs j "
+		"           WHERE j.group_key IS NOT NULL "
+		"             AND j.status IN ('pending', 'running', 'dead') "
+		"             AND ($1::text IS NULL OR j.queue_name = $1) "
+		"           GROUP BY j.queue_name, j.group_key), "
+		"bad AS (SELECT a.queue_name, a.group_key, a.running FROM a "
+		"        WHERE NOT EXISTS (SELECT FROM jobqueue.groups gr "
+		"                          WHERE gr.queue_name = a.queue_name "
+		"                            AND gr.group_key = a.group_key "
+		"                            AND gr.running = a.running) "
+		"        UNION ALL "
+		"        SELECT gr.queue_name, gr.group_key, 0 FROM jobqueue.groups gr "
+		"        WHERE gr.running <> 0 AND ($1::text IS NULL OR gr.queue_name = $1) "
+		"          AND NOT EXISTS (SELECT FROM a WHERE a.queue_name = gr.queue_name "
+		"                                          AND a.group_key = gr.group_key)), "
+		"ins AS (INSERT INTO jobqueue.groups AS gr (queue_name, group_key, running) "
+		"        SELECT b.queue_name, b.group_key, b.running FROM bad b "
+		"        WHERE NOT EXISTS (SELECT FROM jobqueue.groups g2 "
+		"                          WHERE g2.queue_name = b.queue_name "
+		"                            AND g2.group_key = b.group_key) "
+		"        ON CONFLICT (queue_name, group_key) DO NOTHING RETURNING 1), "
+		"l AS (SELECT gr.queue_name, gr.group_key, b.running "
+		"      FROM bad b JOIN jobqueue.groups gr "
+		"        ON gr.queue_name = b.queue_name AND gr.group_key = b.group_key "
+		"      WHERE gr.xmin = (SELECT g2.xmin FROM jobqueue.groups g2 "
+		"                       WHERE g2.queue_name = gr.queue_name "
+		"                         AND g2.group_key = gr.group_key) "
+		"      FOR UPDATE OF gr SKIP LOCKED), "
+		"u AS (UPDATE jobqueue.groups gr SET running = l.running FROM l "
+		"      WHERE gr.queue_name = l.queue_name AND gr.group_key = l.group_key "
+		"      RETURNING 1) "
+		"SELECT (SELECT pg_catalog.count(*) FROM ins) + (SELECT pg_catalog.count(*) FROM u)",
+		1, {TEXTOID},
+		.name = "groups repair"
+	},
+
+	/*
+	 * JQ_PLAN_ROTATION_READ: $1 queue.  The last group a round_robin claim
+	 * of the queue served, whichever session it came from (NULL: none).
+	 */
+	[JQ_PLAN_ROTATION_READ] = {
+		"SELECT r.group_key FROM jobqueue.group_rotation r WHERE r.queue_name = $1",
+		1, {TEXTOID},
+		.name = "rotation read", .read_only = true
+	},
+	/*
+	 * JQ_PLAN_ROTATION_MOVE: $1 queue, $2 the last group served.  Moves the
+	 * shared cursor unless another claim holds it (then that claim moves
+	 * it; this one never waits), creating it with the queue's first round
+	 * robin claim (a conflict there means another claim just created it).
+	 */
+	[JQ_PLAN_ROTATION_MOVE] = {
+		"WITH l AS (SELECT r.queue_name FROM jobqueue.group_rotation r "
+		"           WHERE r.queue_name = $1 FOR UPDATE SKIP LOCKED), "
+		"u AS (UPDATE jobqueue.group_rotation r SET group_key = $2 FROM l "
+		"      WHERE r.queue_name = l.queue_name RETURNING 1) "
+		"INSERT INTO jobqueue.group_rotation (queue_name, group_key) "
+		"SELECT $1, $2 WHERE NOT EXISTS (SELECT FROM u) "
+		"  AND NOT EXISTS (SELECT FROM jobqueue.group_rotation r WHERE r.queue_name = $1) "
+		"ON CONFLICT (queue_name) DO NOTHING",
+		2, {TEXTOID, TEXTOID},
+		.name = "rotation move"
 	},
 
 	/*------------------------------------------------------------------

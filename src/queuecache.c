@@ -267,6 +267,7 @@ jq_queue_settings(const char *queue_name)
 		settings.ordered = jq_result_bool(0, 6);
 		settings.max_attempts = DatumGetInt32(jq_result(0, 7));
 		settings.notify = jq_result_bool(0, 8);
+		settings.round_robin = jq_result_bool(0, 9);
 	}
 	/* entered only now: an error above leaves no half-filled entry */
 	entry = hash_search(queue_settings, key, HASH_ENTER, &found);
@@ -278,6 +279,7 @@ jq_queue_settings(const char *queue_name)
 	entry->ordered = settings.ordered;
 	entry->max_attempts = settings.max_attempts;
 	entry->notify = settings.notify;
+	entry->round_robin = settings.round_robin;
 	entry->lease_duration = settings.lease_duration;
 	entry->max_runtime = settings.max_runtime;
 	return entry;

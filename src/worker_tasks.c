@@ -109,7 +109,10 @@ jq_add_name(List *list, const char *name, MemoryContext cxt)
 
 /*
  * Reap: one batch of expired leases.  Queues in which jobs became ready at
- * once are added to *ready for the announce task.  The last unit also looks
+ * once are added to *ready for the announce task.  The last unit also
+ * corrects the group counters that disagree with the jobs
+ * (jq_groups_repair: after a restore without triggers, work done with
+ * session_replication_role = replica).  The last unit also looks
  * up when the next lease expires, so that the worker knows when this
  * database is due again -- unless the database is busy (jobs changed since
  * the previous pass began): the lookup would walk the lease index's entries
@@ -126,6 +129,9 @@ jq_task_reap(TimestampTz now, List **ready, MemoryContext cxt, bool *more)
 	*more = n >= jq_reap_batch_size;
 	if (*more)
 		return n;
+	/* the group counters, where something went around the triggers */
+	if (jq_ordering_installed())
+		(void) jq_groups_repair(NULL);
 	if (jq_worker_database_busy())
 		next_lease_expiry = now;
 	else

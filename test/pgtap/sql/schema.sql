@@ -319,7 +319,7 @@ FROM (SELECT tg.oid, tg.tgname, e.expected
 	  FROM pg_trigger tg
 	  JOIN (VALUES
 		('jobs_group_insert', 'CREATE TRIGGER jobs_group_insert AFTER INSERT ON jobqueue.jobs FOR EACH ROW WHEN ((new.group_key IS NOT NULL)) EXECUTE FUNCTION jobqueue.jq_group_count()'),
-		('jobs_group_status', 'CREATE TRIGGER jobs_group_status AFTER UPDATE OF status, group_key ON jobqueue.jobs FOR EACH ROW WHEN (((old.group_key IS NOT NULL) OR (new.group_key IS NOT NULL))) EXECUTE FUNCTION jobqueue.jq_group_count()')
+		('jobs_group_status', 'CREATE TRIGGER jobs_group_status AFTER UPDATE OF status, group_key, queue_name ON jobqueue.jobs FOR EACH ROW WHEN (((old.group_key IS NOT NULL) OR (new.group_key IS NOT NULL))) EXECUTE FUNCTION jobqueue.jq_group_count()')
 	  ) e(name, expected) ON e.name = tg.tgname
 	  WHERE tg.tgrelid = 'jobqueue.jobs'::regclass) t;
 
@@ -329,6 +329,22 @@ FROM (SELECT tg.oid, tg.tgname, e.expected
 SELECT is(pg_get_indexdef('jobqueue.jobs_queue_finished_idx'::regclass),
 	'CREATE INDEX jobs_queue_finished_idx ON jobqueue.jobs USING btree (queue_name, id) WHERE (status = ANY (ARRAY[''succeeded''::jobqueue.job_status, ''cancelled''::jobqueue.job_status, ''dead''::jobqueue.job_status]))',
 	'index jobs_queue_finished_idx: finished jobs by queue and id');
+
+--
+-- 1.4: group bookkeeping: the counter follows a move to another queue, a
+-- TRUNCATE empties the groups, an operator can force a recount, and the
+-- round_robin rotation is shared by every session
+--
+SELECT is(pg_get_triggerdef(tg.oid),
+	'CREATE TRIGGER jobs_group_truncate AFTER TRUNCATE ON jobqueue.jobs FOR EACH STATEMENT EXECUTE FUNCTION jobqueue.jq_group_count()',
+	'trigger jobs_group_truncate')
+FROM pg_trigger tg WHERE tg.tgrelid = 'jobqueue.jobs'::regclass AND tg.tgname = 'jobs_group_truncate';
+SELECT has_function('jobqueue', 'jq_recount_groups', ARRAY['text']);
+SELECT is_definer('jobqueue', 'jq_recount_groups', ARRAY['text']);
+SELECT function_returns('jobqueue', 'jq_recount_groups', ARRAY['text'], 'bigint');
+SELECT has_table('jobqueue', 'group_rotation', 'table jobqueue.group_rotation exists');
+SELECT col_is_pk('jobqueue', 'group_rotation', 'queue_name', 'group_rotation has the primary key queue_name');
+SELECT fk_ok('jobqueue', 'group_rotation', 'queue_name', 'jobqueue', 'queues', 'queue_name');
 
 SELECT * FROM finish();
 ROLLBACK;
