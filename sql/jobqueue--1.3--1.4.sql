@@ -173,6 +173,11 @@ BEGIN
 END
 $$;
 
+COMMENT ON FUNCTION jobqueue.jq_grant_admin(regrole) IS
+	'let a role manage queues and schedules, list, cancel, replay, reap and purge jobs, and read statistics and counters';
+COMMENT ON FUNCTION jobqueue.jq_grant_monitor(regrole) IS
+	'let a role (a metrics exporter, a dashboard) read queue_stats, the counters, the worker''s status and the lists of jobs and schedules without their payloads; nothing else';
+
 -- ... and every role that holds a set already gets the new functions: a
 -- role that may call jq_worker_status holds the admin or monitor set.
 DO $$
