@@ -50,13 +50,45 @@ jq_install_only() {
 		log "installing ${missing[*]}"
 		export DEBIAN_FRONTEND=noninteractive
 		apt-get update -qq
-		apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+		jq_without_services apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+		jq_disable_services "${missing[@]}"
 	fi
 	if [ "$PG_CONFIG" = pg_config ]; then
 		PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
 	fi
 	PG_BINDIR=$("$PG_CONFIG" --bindir)
 	export PG_CONFIG PG_BINDIR
+}
+
+# The packages whose Debian services the tests do not want running: the
+# monitoring test starts promtool and the exporter itself.
+JQ_NO_SERVICE_PKGS=(prometheus prometheus-postgres-exporter)
+
+# Run a command (apt-get install) with the start of services refused
+# (policy-rc.d, exit 101), unless the machine has a policy of its own.
+jq_without_services() {
+	local policy=/usr/sbin/policy-rc.d rc=0
+	if [ -e "$policy" ]; then
+		"$@" || rc=$?
+		return "$rc"
+	fi
+	printf '#!/bin/sh\nexit 101\n' >"$policy"
+	chmod 755 "$policy"
+	"$@" || rc=$?
+	rm -f "$policy"
+	return "$rc"
+}
+
+# Do not start at boot the services of those of the given packages that
+# are in JQ_NO_SERVICE_PKGS (just installed: nobody enabled them on purpose).
+jq_disable_services() {
+	local p q
+	command -v systemctl >/dev/null 2>&1 || return 0
+	for p in "$@"; do
+		for q in "${JQ_NO_SERVICE_PKGS[@]}"; do
+			[ "$p" = "$q" ] && systemctl disable --quiet "$p" 2>/dev/null || true
+		done
+	done
 }
 
 # Run a command as the cluster owner (directly when we are not root).

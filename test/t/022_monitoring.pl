@@ -105,6 +105,9 @@ my $rules = 'contrib/prometheus/alerts.yaml';
 my $check = `promtool check rules $rules 2>&1`;
 is($?, 0, 'promtool check rules accepts alerts.yaml') or diag($check);
 like($check, qr/SUCCESS: [1-9][0-9]* rules found/, 'alerts.yaml has rules');
+# ... and they fire when they should, and only then (their unit tests)
+my $utest = `cd contrib/prometheus && promtool test rules alerts_test.yaml 2>&1`;
+is($?, 0, 'promtool test rules: the alerts fire as alerts_test.yaml expects') or diag($utest);
 
 # The exporter serves the queries as metrics, and every metric the rules
 # use is among them.
