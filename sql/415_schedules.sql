@@ -40,6 +40,31 @@ WHERE schedule_name = 'yearly';
 SELECT jobqueue.jq_run_schedules() AS enqueued_again;
 SELECT count(*) AS jobs FROM jobqueue.jobs WHERE queue_name = 'sched';
 
+-- a redeploy declares its schedules again: an identical declaration
+-- changes nothing, so the slots missed while nothing ran (three years of
+-- them here) are still enqueued as catch_up => 'all' promises
+SELECT jobqueue.jq_create_queue('sched_redeploy');
+SELECT jobqueue.jq_schedule('redeploy', 'sched_redeploy', '0 0 1 1 *', '{"v": 1}', catch_up => 'all') IS NOT NULL AS created;
+UPDATE jobqueue.schedules SET next_run_at = date_trunc('year', now()) - interval '3 years'
+WHERE schedule_name = 'redeploy';
+SELECT xmin AS redeploy_xmin, next_run_at AS redeploy_next FROM jobqueue.schedules
+WHERE schedule_name = 'redeploy' \gset
+SELECT jobqueue.jq_schedule('redeploy', 'sched_redeploy', '0 0 1 1 *', '{"v": 1}', catch_up => 'all') = :'redeploy_next' AS identical_returns_kept_next_run;
+SELECT xmin = :'redeploy_xmin' AS identical_writes_nothing, next_run_at = :'redeploy_next' AS kept
+FROM jobqueue.schedules WHERE schedule_name = 'redeploy';
+SELECT jobqueue.jq_run_schedules() AS enqueued_missed_slots;
+SELECT extract(year FROM (payload ->> 'jq_slot')::timestamptz) - extract(year FROM now()) AS slot_year_from_this_year
+FROM jobqueue.jobs WHERE queue_name = 'sched_redeploy' ORDER BY id;
+-- a changed payload, priority or catch_up with the same cron and time zone
+-- keeps next_run_at (due slots get the new definition); a new cron starts
+-- after now
+UPDATE jobqueue.schedules SET next_run_at = date_trunc('year', now()) - interval '2 years'
+WHERE schedule_name = 'redeploy';
+SELECT jobqueue.jq_schedule('redeploy', 'sched_redeploy', '0 0 1 1 *', '{"v": 2}', priority => 3, catch_up => 'latest') = date_trunc('year', now()) - interval '2 years' AS changed_payload_keeps_next_run;
+SELECT jobqueue.jq_schedule('redeploy', 'sched_redeploy', '0 0 1 * *', '{"v": 2}', priority => 3, catch_up => 'latest') = date_trunc('month', now()) + interval '1 month' AS changed_cron_starts_after_now;
+SELECT jobqueue.jq_unschedule('redeploy');
+SELECT jobqueue.jq_drop_queue('sched_redeploy', force => true);
+
 -- 'all' is capped at the 1,000 most recent slots
 SELECT jobqueue.jq_schedule('secs', 'sched', '1 seconds', catch_up => 'all') IS NOT NULL AS created;
 UPDATE jobqueue.schedules SET next_run_at = date_trunc('second', now()) - interval '1 hour'

@@ -22,7 +22,8 @@
  * immediate shutdown) either loses both -- and the slot is handled again
  * after the restart -- or neither.  The idempotency key covers the one case
  * where next_run_at can move back to a slot already enqueued: jq_schedule()
- * racing the scheduler recomputes next_run_at from its own start time.  So
+ * with a new cron racing the scheduler sets next_run_at from its own start
+ * time (an unchanged cron keeps next_run_at, see jq_schedule()).  So
  * a slot is enqueued at most once as long as its job is not purged, and at
  * least once unless catch_up skips it.
  *
@@ -438,8 +439,18 @@ jq_schedules_next_due(void)
  *			   catch_up, enabled) returns timestamptz
  *
  * Creates or replaces a schedule; returns its next run time (NULL when
- * disabled).  Replacing keeps last_run_at and last_job_id, and starts from
- * the first slot after now.
+ * disabled).  Replacing keeps last_run_at and last_job_id.
+ *
+ * A declaration identical to the schedule (every argument the same) writes
+ * nothing: next_run_at stays where it is, so the slots that came due while
+ * no scheduler ran (a redeploy, a server or worker down) are still handled
+ * as catch_up says.  A changed declaration with the same cron, time zone
+ * and enabled also keeps next_run_at: the due slots are handled with the
+ * new payload, priority, queue and catch_up.  A new cron or time zone, or
+ * a schedule enabled again, starts from the first slot after now (the due
+ * slots of the old expression are dropped).  A scheduler's pass holds the
+ * row, so jq_schedule waits for it and then compares with what the pass
+ * left (ON CONFLICT locks the newest row version).
  */
 Datum
 jq_schedule(PG_FUNCTION_ARGS)
@@ -530,8 +541,35 @@ jq_schedule(PG_FUNCTION_ARGS)
 					"  queue_name = EXCLUDED.queue_name, cron = EXCLUDED.cron, "
 					"  timezone = EXCLUDED.timezone, payload = EXCLUDED.payload, "
 					"  priority = EXCLUDED.priority, enabled = EXCLUDED.enabled, "
-					"  catch_up = EXCLUDED.catch_up, next_run_at = EXCLUDED.next_run_at",
-					9, argtypes, values, nulls, SPI_OK_INSERT);
+					"  catch_up = EXCLUDED.catch_up, "
+					"  next_run_at = CASE WHEN s.enabled AND EXCLUDED.enabled "
+					"      AND s.next_run_at IS NOT NULL AND s.cron = EXCLUDED.cron "
+					"      AND s.timezone = EXCLUDED.timezone "
+					"    THEN s.next_run_at ELSE EXCLUDED.next_run_at END "
+					"WHERE (s.queue_name, s.cron, s.timezone, s.payload, s.priority, "
+					"       s.enabled, s.catch_up) "
+					"  IS DISTINCT FROM (EXCLUDED.queue_name, EXCLUDED.cron, EXCLUDED.timezone, "
+					"       EXCLUDED.payload, EXCLUDED.priority, EXCLUDED.enabled, "
+					"       EXCLUDED.catch_up) "
+					"RETURNING s.next_run_at",
+					9, argtypes, values, nulls, SPI_OK_INSERT_RETURNING);
+	if (SPI_processed == 0)
+	{
+		/* identical: the row, locked by the INSERT, is what it was */
+		jq_execute_once("schedule next run",
+						"SELECT s.next_run_at FROM jobqueue.schedules s "
+						"WHERE s.schedule_name = $1",
+						1, argtypes, values, nulls, SPI_OK_SELECT);
+	}
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+		Datum		d = jq_result_nullable(0, 1, &isnull);
+
+		enabled = !isnull;
+		if (!isnull)
+			next = DatumGetTimestampTz(d);
+	}
 	jq_spi_finish();
 
 	/* the worker should look at the schedules soon */
