@@ -162,3 +162,24 @@ SELECT string_agg(grp, ' ' ORDER BY ord) AS rotation FROM test_helpers.gb_rr_cla
 SELECT grp, count(*) FROM test_helpers.gb_rr_claims GROUP BY grp ORDER BY grp;
 DROP TABLE test_helpers.gb_rr_claims;
 SELECT jobqueue.jq_drop_queue('gb_rr', force => true);
+
+------------------------------------------------------------------------
+-- priority_aging: the aged claim visits each distinct pending priority,
+-- so a queue with aging takes priorities from -1000 to 1000 only (tens of
+-- thousands of distinct priorities, a deadline or a score as priority,
+-- made each claim take up to a second)
+------------------------------------------------------------------------
+SELECT jobqueue.jq_create_queue('gb_aged', priority_aging => '1 minute');
+SELECT jobqueue.jq_enqueue('gb_aged', '{"n": 1}', priority => 1000) > 0 AS at_the_limit;
+SELECT jobqueue.jq_enqueue('gb_aged', '{"n": 2}', priority => -1000) > 0 AS at_the_limit;
+SELECT test_helpers.try($$SELECT jobqueue.jq_enqueue('gb_aged', '{"n": 3}', priority => 1001)$$);
+SELECT test_helpers.try($$SELECT jobqueue.jq_enqueue('gb_aged', '{"n": 3}', priority => 20260101, idempotency_key => 'k')$$);
+SELECT test_helpers.try($$SELECT count(*) FROM jobqueue.jq_enqueue_many('gb_aged', ARRAY['{"n": 4}']::jsonb[], priority => -50000)$$);
+SELECT test_helpers.try($$SELECT jobqueue.jq_enqueue('gb_aged', '{"n": 5}', priority => 5000, depends_on => ARRAY[]::bigint[])$$);
+-- a queue with such jobs cannot get aging; without aging any priority goes
+SELECT jobqueue.jq_create_queue('gb_scored');
+SELECT jobqueue.jq_enqueue('gb_scored', '{"n": 6}', priority => 50000) > 0 AS enqueued;
+SELECT test_helpers.try($$SELECT jobqueue.jq_alter_queue('gb_scored', priority_aging => '1 minute')$$);
+SELECT priority_aging FROM jobqueue.queues WHERE queue_name = 'gb_scored';
+SELECT jobqueue.jq_drop_queue('gb_aged', force => true);
+SELECT jobqueue.jq_drop_queue('gb_scored', force => true);

@@ -111,6 +111,7 @@ jq_enqueue_dependent(FunctionCallInfo fcinfo, Datum *values, char *nulls,
 								   TYPALIGN_INT);
 
 	jq_spi_connect();
+	jq_check_aged_priority(TextDatumGetCString(values[0]), DatumGetInt32(values[2]));
 	lock_values[0] = PointerGetDatum(depends_on);
 	jq_execute(JQ_PLAN_DEPENDENCIES_LOCK, lock_values, NULL, SPI_OK_SELECT);
 	d = jq_result_nullable(0, 1, &isnull);

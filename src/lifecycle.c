@@ -198,6 +198,7 @@ jq_enqueue(PG_FUNCTION_ARGS)
 	}
 
 	jq_spi_connect();
+	jq_check_aged_priority(queue_name, DatumGetInt32(values[2]));
 	/* before 1.2 (ALTER EXTENSION UPDATE not run) the schema has no groups */
 	if (jq_ordering_installed() && nulls[5] == JQ_ISNULL)
 		jq_enqueue_unkeyed(queue_name, values, nulls);
@@ -303,6 +304,7 @@ jq_enqueue_many(PG_FUNCTION_ARGS)
 	}
 
 	jq_spi_connect();
+	jq_check_aged_priority(queue_name, DatumGetInt32(values[2]));
 	if (jq_ordering_installed())
 		jq_execute(JQ_PLAN_ENQUEUE_MANY_GROUPED, values, nulls, SPI_OK_INSERT_RETURNING);
 	else if (group_keys == NULL)

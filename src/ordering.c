@@ -490,6 +490,33 @@ jq_group_stats(PG_FUNCTION_ARGS)
 }
 
 /*
+ * In a queue with priority_aging, priorities lie between
+ * -JQ_AGED_PRIORITY_LIMIT and JQ_AGED_PRIORITY_LIMIT: the aged claim visits
+ * each distinct priority of the queue's pending jobs (JQ_PLAN_CLAIM_AGED),
+ * so its cost is bounded by the number of values this range allows
+ * (docs/ordering.md, "Costs and limits").  Raises 22023 for a priority
+ * outside it.  Connected to SPI (the settings may be looked up).
+ */
+void
+jq_check_aged_priority(const char *queue_name, int32 priority)
+{
+	const JqQueueSettings *settings;
+
+	if (priority >= -JQ_AGED_PRIORITY_LIMIT && priority <= JQ_AGED_PRIORITY_LIMIT)
+		return;
+	if (!jq_ordering_installed())
+		return;
+	settings = jq_queue_settings(queue_name);
+	if (settings->exists && settings->aged)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("priority must be between %d and %d in a queue with priority_aging",
+						-JQ_AGED_PRIORITY_LIMIT, JQ_AGED_PRIORITY_LIMIT),
+				 errdetail("The value given was %d.", priority),
+				 errhint("Aging orders jobs by priority level; use fewer levels, or run_at for a deadline.")));
+}
+
+/*
  * Correct the rows of jobqueue.groups of queue_name (NULL: of every queue)
  * that disagree with the jobs (JQ_PLAN_GROUPS_REPAIR); a group another
  * transaction is changing is left for a later call.  Returns the number of
@@ -684,6 +711,31 @@ jq_ordering_set_policy(FunctionCallInfo fcinfo, int argno,
 					"  OR q.fairness <> 'priority'",
 					5, argtypes, values, nulls, SPI_OK_UPDATE_RETURNING);
 	grouped = jq_result_bool(0, 1);
+
+	/* aging set: the unfinished jobs already there must be in its range */
+	if (nulls[4] == JQ_NOTNULL && alter)
+	{
+		Datum		avalues[2];
+		Oid			atypes[2] = {TEXTOID, INT4OID};
+
+		avalues[0] = values[0];
+		avalues[1] = Int32GetDatum(JQ_AGED_PRIORITY_LIMIT);
+		jq_execute_once("aged priorities",
+						"SELECT j.priority FROM jobqueue.jobs j "
+						"JOIN jobqueue.queues q ON q.queue_name = j.queue_name "
+						"WHERE j.queue_name = $1 AND q.priority_aging IS NOT NULL "
+						"  AND j.status IN ('waiting', 'pending') "
+						"  AND (j.priority > $2 OR j.priority < -$2) LIMIT 1",
+						2, atypes, avalues, NULL, SPI_OK_SELECT);
+		if (SPI_processed > 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("priority must be between %d and %d in a queue with priority_aging",
+							-JQ_AGED_PRIORITY_LIMIT, JQ_AGED_PRIORITY_LIMIT),
+					 errdetail("Queue \"%s\" has a pending job with priority %d.",
+							   queue_name, DatumGetInt32(jq_result(0, 1))),
+					 errhint("Aging orders jobs by priority level; use fewer levels, or run_at for a deadline.")));
+	}
 	if (!grouped || !alter)
 		return;
 
