@@ -41,6 +41,10 @@ fsync = off
 synchronous_commit = off
 CONF
 
+# The role jq_password must give its password (everyone else is trusted),
+# for the clients' tests of a wrong password.
+sed -i '1i host all jq_password 127.0.0.1/32 scram-sha-256' "$JQ_PGDATA/pg_hba.conf"
+
 bouncer_runner=
 cleanup() {
 	if [ -s "$cdir/pgbouncer.pid" ]; then
@@ -55,6 +59,10 @@ jq_cluster_start
 psql_c() { as_pguser psql -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" "$@"; }
 psql_c -d postgres -c 'CREATE DATABASE jqclients'
 psql_c -d jqclients -c 'CREATE EXTENSION jobqueue'
+# For the clients' tests of what stops a worker at start: a database
+# without the extension, and a role that must give a password.
+psql_c -d postgres -c 'CREATE DATABASE jqnoext'
+psql_c -d postgres -c "CREATE ROLE jq_password LOGIN PASSWORD 'right-password'"
 for ((i = 0; i < 120; i++)); do
 	[ "$(psql_c -d jqclients -c 'SELECT configured AND state <> $$waiting for the launcher$$ FROM jobqueue.jq_worker_status()')" = t ] && break
 	sleep 0.25
@@ -91,6 +99,11 @@ done
 export JQ_TEST_DSN="postgresql://postgres@127.0.0.1:$port/jqclients"
 export JQ_TEST_BOUNCER_DSN="postgresql://postgres@127.0.0.1:$bport/jqclients"
 export JQ_TEST_BOUNCER_POOL=$pool
+# What no retry can fix: a wrong password, a database that does not
+# exist, a database without the extension.
+export JQ_TEST_BADPW_DSN="postgresql://jq_password:wrong-password@127.0.0.1:$port/jqclients"
+export JQ_TEST_NODB_DSN="postgresql://postgres@127.0.0.1:$port/jq_no_such_database"
+export JQ_TEST_NOEXT_DSN="postgresql://postgres@127.0.0.1:$port/jqnoext"
 log "server $JQ_TEST_DSN, PgBouncer (transaction pooling, pool $pool) $JQ_TEST_BOUNCER_DSN"
 
 # Run a suite as the cluster owner, in its directory, with the test DSNs.
@@ -99,6 +112,8 @@ run_as() {
 	shift
 	(cd "$wd" && as_pguser env JQ_TEST_DSN="$JQ_TEST_DSN" JQ_TEST_BOUNCER_DSN="$JQ_TEST_BOUNCER_DSN" \
 		JQ_TEST_BOUNCER_POOL="$JQ_TEST_BOUNCER_POOL" HOME="$cdir" \
+		JQ_TEST_BADPW_DSN="$JQ_TEST_BADPW_DSN" JQ_TEST_NODB_DSN="$JQ_TEST_NODB_DSN" \
+		JQ_TEST_NOEXT_DSN="$JQ_TEST_NOEXT_DSN" \
 		GOPATH="$cdir/gopath:/usr/share/gocode" GO111MODULE=off GOFLAGS= GOCACHE="$cdir/gocache" \
 		npm_config_cache="$cdir/npm-cache" JQ_NODE_DIR="$dir/clients/node" \
 		JQ_GO_WORKER="$cdir/bin/jqworker" "$@")

@@ -7,7 +7,7 @@
  */
 const { Client } = require('./lib/client');
 const { Worker, CHANNEL } = require('./lib/worker');
-const { PermanentError, RetryLater, classify } = require('./lib/errors');
+const { PermanentError, RetryLater, FatalError, classify, errorKind } = require('./lib/errors');
 const { Backoff } = require('./lib/backoff');
 
-module.exports = { Client, Worker, PermanentError, RetryLater, classify, Backoff, CHANNEL };
+module.exports = { Client, Worker, PermanentError, RetryLater, FatalError, classify, errorKind, Backoff, CHANNEL };

@@ -5,8 +5,9 @@ const util = require('util');
 const { performance } = require('perf_hooks');
 const pg = require('pg');
 const { Backoff } = require('./backoff');
-const { classify } = require('./errors');
+const { FatalError, classify, cutBytes, errorKind, fatalError } = require('./errors');
 const { interval } = require('./client');
+const { wrapHandler } = require('./tracing');
 
 const CHANNEL = 'jobqueue';
 
@@ -34,6 +35,11 @@ const SQL = {
     "SELECT pg_catalog.date_part('epoch', h - pg_catalog.now()) AS remaining " +
     'FROM jobqueue.jq_heartbeat($1, $2) AS h',
   release: 'SELECT jobqueue.jq_release($1, $2) AS ok',
+  // At start: the extension in this database, and each queue (a call that
+  // completes and claims nothing checks the queue, the owner and the
+  // worker's rights).
+  extension: "SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'jobqueue'",
+  checkQueue: 'SELECT count(*) AS n FROM jobqueue.jq_complete_and_claim($1, $2::bigint[], $2::bigint[], 0, $3)',
 };
 
 const debuglog = util.debuglog('jobqueue');
@@ -94,7 +100,7 @@ class Job {
 }
 
 /**
- * Runs `handler(job)` for the jobs of one queue.  See README.md.
+ * Runs `handler(job)` for the jobs of one queue or several.  See README.md.
  *
  * job: { id, payload, attempt, token, leaseExpiresAt, queue, signal }, where
  * signal is an AbortSignal aborted (reason 'lease lost' or 'shutdown') when
@@ -118,14 +124,19 @@ class Worker {
     reconnectMax = 10000,
     handleSignals = true,
     logger = defaultLogger,
+    onJob,
     pgOptions = {},
   } = {}) {
-    if (!queue || typeof handler !== 'function') throw new TypeError('queue and handler are required');
+    const queues = Array.isArray(queue) ? [...new Set(queue)] : [queue];
+    if (!queues.length || !queues.every((q) => typeof q === 'string' && q) || typeof handler !== 'function') {
+      throw new TypeError('queue (a name or a list of names) and handler are required');
+    }
     if (!(concurrency >= 1) || !(batchSize >= 1)) throw new RangeError('concurrency and batchSize must be at least 1');
     if (!(heartbeatFraction > 0 && heartbeatFraction < 1)) throw new RangeError('heartbeatFraction must be between 0 and 1');
     this.connectionString = connectionString;
     this.listenConnectionString = listenConnectionString || connectionString;
-    this.queue = queue;
+    this.queues = queues;
+    this.queue = queues.length === 1 ? queues[0] : queues;
     this.handler = handler;
     this.concurrency = concurrency;
     this.batchSize = batchSize;
@@ -134,22 +145,27 @@ class Worker {
     this.heartbeatFraction = heartbeatFraction;
     this.shutdownTimeout = shutdownTimeout;
     this.flushInterval = flushInterval;
-    this.owner = owner || `${os.hostname()}:${process.pid}:${queue}`;
+    this.owner = owner || cutBytes(`${os.hostname()}:${process.pid}:${queues.join(',')}`, 256);
     this.handleSignals = handleSignals;
     this.log = logger;
     this.pgOptions = pgOptions;
     this.reconnect = [reconnectBase, reconnectMax];
-    this.stats = { claimed: 0, completed: 0, failed: 0, released: 0, fenced: 0, heartbeats: 0, lost: 0 };
+    this.stats = { claimed: 0, completed: 0, failed: 0, released: 0, fenced: 0, heartbeats: 0, lost: 0, errors: 0 };
 
+    this._handle = wrapHandler(handler, onJob);
+    // Per queue: claim at once (a notification came, or its last claim was
+    // full), else at the next poll.  Claims take the queues in turn.
+    this._q = queues.map((name) => ({ name, claimNow: true, nextPoll: 0 }));
+    this._byName = new Map(this._q.map((q) => [q.name, q]));
+    this._turn = 0;
     this._held = new Map(); // id -> job state: claimed and not yet reported
     this._ready = []; // claimed, not started
     this._running = 0;
-    this._results = []; // { st, err } from finished handlers
+    this._results = []; // { st, result } or { st, err: classify(...) } from finished handlers
     this._firstResult = 0; // when the oldest of them came
-    this._claimNow = true;
-    this._nextPoll = 0;
     this._stopping = false;
     this._stopAt = null;
+    this._fatal = null;
     this._wakeFn = null;
     this._conn = null;
     this._listenConn = null;
@@ -157,9 +173,31 @@ class Worker {
     this._signalHandler = null;
   }
 
-  /** Start working; resolves once the loop runs (it goes on in the background). */
+  /**
+   * Start working.  Connects and checks the database (the extension, each
+   * queue, the worker's rights) first: an error no retry can fix
+   * (authentication, an unknown database, no extension, an unknown queue,
+   * a missing privilege) rejects with a FatalError and nothing runs.  A
+   * server that cannot be reached is not such an error: the worker starts
+   * and keeps trying.  Resolves once the loop runs (it goes on in the
+   * background; `done` settles when it stops).
+   */
   async start() {
     if (this._done) throw new Error('worker already started');
+    this._done = true;
+    let first = null;
+    let firstListen = null;
+    try {
+      first = await this._startCheck();
+      if (this.listen) firstListen = await this._startConnect(this.listenConnectionString, 'listener');
+    } catch (e) {
+      if (first) first.end().catch(() => {});
+      this.log.error(e.message);
+      this.done = Promise.reject(e);
+      this._done = this.done.catch(() => {});
+      throw e;
+    }
+    this._conn = first;
     if (this.handleSignals) {
       this._signalHandler = () => {
         this.stop().catch((e) => this.log.error('stop failed:', e));
@@ -167,18 +205,53 @@ class Worker {
       process.once('SIGTERM', this._signalHandler);
       process.once('SIGINT', this._signalHandler);
     }
-    this.log.info(`worker ${this.owner}: queue ${this.queue}, concurrency ${this.concurrency}, batch ${this.batchSize}`);
-    if (this.listen) this._listenLoop();
+    this.log.info(`worker ${this.owner}: queues ${this.queues.join(', ')}, concurrency ${this.concurrency}, batch ${this.batchSize}`);
+    if (this.listen) this._listenLoop(firstListen);
     this.done = this._mainLoop()
       .catch((e) => {
-        // Not a connection problem (those are retried): an SQL error such
-        // as an unknown queue.  The worker stops; done rejects with it.
-        this.log.error(`worker stopped by an error: ${e.message}`);
+        // An error no retry can fix (see errorKind): the worker stops;
+        // done rejects with it.
         this._stopping = true;
-        throw e;
+        const err = e.name === 'FatalError' ? e : fatalError(e, 'stopped');
+        this.log.error(err.message);
+        throw err;
       })
       .finally(() => this._cleanup());
     this._done = this.done.catch(() => {});
+  }
+
+  /** A connection, or null when the server cannot be reached now (the loop retries); throws a FatalError. */
+  async _startConnect(dsn, what) {
+    try {
+      return await this._connect(dsn);
+    } catch (e) {
+      if (errorKind(e) === 'fatal') throw fatalError(e, `cannot start (${what} connection)`);
+      this.log.warn(`${what} connection failed at start (${e.message}); retrying`);
+      return null;
+    }
+  }
+
+  /** The first connection, checked: the extension and every queue. */
+  async _startCheck() {
+    const c = await this._startConnect(this.connectionString, 'claim');
+    if (!c) return null;
+    try {
+      const ext = await c.query(SQL.extension);
+      if (!ext.rows.length) {
+        const e = new Error(`extension "jobqueue" is not installed in database "${c.database}"`);
+        e.code = '42704';
+        throw new FatalError(`jobqueue worker cannot start: ${e.message} (CREATE EXTENSION jobqueue)`, e);
+      }
+      for (const q of this.queues) await c.query(SQL.checkQueue, [q, '{}', this.owner]);
+      return c;
+    } catch (e) {
+      c.end().catch(() => {});
+      if (e instanceof FatalError) throw e;
+      const kind = errorKind(e);
+      if (kind === 'fatal' || kind === 'data') throw fatalError(e, 'cannot start');
+      this.log.warn(`check at start failed (${e.message}); retrying`);
+      return null;
+    }
   }
 
   /**
@@ -188,7 +261,7 @@ class Worker {
   async stop() {
     this._stopping = true;
     this._wake();
-    if (this._done) await this._done;
+    if (this._done && this._done !== true) await this._done;
     return { ...this.stats };
   }
 
@@ -239,12 +312,13 @@ class Worker {
 
   // -- listener ---------------------------------------------------------
 
-  async _listenLoop() {
+  async _listenLoop(first) {
     const backoff = new Backoff(...this.reconnect);
     while (!this._stopping) {
-      let c = null;
+      let c = first;
+      first = null;
       try {
-        c = await this._connect(this.listenConnectionString);
+        if (!c) c = await this._connect(this.listenConnectionString);
         if (this._stopping) {
           await c.end();
           return;
@@ -255,11 +329,13 @@ class Worker {
           c.on('end', () => resolve(new Error('connection ended')));
         });
         c.on('notification', (msg) => {
-          if (msg.channel === CHANNEL && msg.payload === this.queue) this._notified();
+          if (msg.channel !== CHANNEL) return;
+          const q = this._byName.get(msg.payload);
+          if (q) this._notified(q);
         });
         await c.query(`LISTEN ${CHANNEL}`);
         backoff.reset();
-        this._notified(); // anything sent while nobody listened
+        for (const q of this._q) this._notified(q); // anything sent while nobody listened
         const err = await lost;
         if (this._stopping) return;
         throw err;
@@ -267,6 +343,11 @@ class Worker {
         if (this._listenConn === c) this._listenConn = null;
         if (c) c.end().catch(() => {});
         if (this._stopping) return;
+        if (errorKind(e) === 'fatal') {
+          this._fatal = fatalError(e, 'stopped (listener connection)');
+          this._wake();
+          return;
+        }
         const d = backoff.next();
         this.log.warn(`listener connection lost (${e.message}); reconnecting in ${Math.round(d)} ms`);
         await sleep(d);
@@ -274,8 +355,8 @@ class Worker {
     }
   }
 
-  _notified() {
-    this._claimNow = true;
+  _notified(q) {
+    q.claimNow = true;
     this._wake();
   }
 
@@ -293,12 +374,18 @@ class Worker {
   async _run(st) {
     let r;
     try {
-      const value = await this.handler(st.job);
+      const value = await this._handle(st.job);
       // The result as JSON text (a value that is not JSON fails the job
       // like an error of the handler would).
       r = { st, err: null, result: value === undefined || value === null ? null : JSON.stringify(value) };
-    } catch (err) {
-      r = { st, err: err === null || err === undefined ? new Error(String(err)) : err };
+    } catch (e) {
+      const err = classify(e === null || e === undefined ? new Error(String(e)) : e);
+      r = { st, err, result: null };
+      const { job } = st;
+      this.log.warn(
+        `job ${job.id} of queue ${job.queue} failed (attempt ${job.attempt}${err.retryable ? '' : ', permanent'}): ` +
+          `${err.code}: ${err.message}${err.stack ? '\n' + err.stack : ''}`,
+      );
     }
     this._running--;
     if (!this._results.length) this._firstResult = performance.now();
@@ -315,6 +402,7 @@ class Worker {
   async _mainLoop() {
     const backoff = new Backoff(...this.reconnect);
     for (;;) {
+      if (this._fatal) throw this._fatal;
       const now = performance.now();
       if (this._stopping && this._stopAt === null) {
         this._stopAt = now + this.shutdownTimeout;
@@ -322,10 +410,7 @@ class Worker {
       }
       if (this._stopAt !== null && this._held.size === 0) return; // nothing to finish or release
       try {
-        if (!this._conn) {
-          this._conn = await this._connect(this.connectionString);
-          backoff.reset();
-        }
+        if (!this._conn) this._conn = await this._connect(this.connectionString);
         if (this._flushDue(now)) await this._flushResults(this._stopAt === null);
         await this._heartbeats(now);
         if (this._stopAt !== null) {
@@ -339,13 +424,27 @@ class Worker {
           await this._maybeClaim(now);
           this._pump();
         }
+        backoff.reset();
       } catch (e) {
-        if (!isConnectionError(e, this._conn)) throw e;
-        const c = this._conn;
-        this._conn = null;
-        if (c) c.end().catch(() => {});
+        // Connection lost: reconnect.  Transient (a deadlock, a
+        // serialization failure, a timeout...): the same calls again after
+        // a pause.  Results not sent are kept for the next try.  An error
+        // no retry can fix stops the worker.
+        const kind = errorKind(e);
+        if (kind === 'fatal' || kind === 'data') throw e;
+        this.stats.errors++;
         const d = backoff.next();
-        this.log.warn(`connection lost (${e.message}); ${this._held.size} jobs held; reconnecting in ${Math.round(d)} ms`);
+        const what = `${this._held.size} jobs held; retrying in ${Math.round(d)} ms`;
+        if (kind === 'connection') {
+          const c = this._conn;
+          this._conn = null;
+          if (c) c.end().catch(() => {});
+          this.log.warn(`connection lost (${e.message}); ${what}`);
+        } else if (kind === 'transient') {
+          this.log.warn(`${e.message} (SQLSTATE ${e.code}); ${what}`);
+        } else {
+          this.log.error(`unexpected error: ${e.message} (SQLSTATE ${e.code}); ${what}`);
+        }
         this._checkDeadlines(performance.now());
         if (this._stopAt !== null && performance.now() >= this._stopAt) {
           for (const st of this._held.values()) abort(st, 'shutdown');
@@ -356,8 +455,9 @@ class Worker {
       }
       this._checkDeadlines(performance.now());
       if (this._flushDue(performance.now())) continue;
-      if (this._claimNow && this._stopAt === null && this._claimSize() > 0) continue;
-      let until = this._stopAt === null ? this._nextPoll : this._stopAt;
+      if (this._stopAt === null && this._q.some((q) => q.claimNow) && this._claimSize() > 0) continue;
+      let until = this._stopAt;
+      if (until === null) for (const q of this._q) until = until === null ? q.nextPoll : Math.min(until, q.nextPoll);
       if (this._results.length) until = Math.min(until, this._firstResult + this.flushInterval);
       for (const st of this._held.values()) until = Math.min(until, st.nextHb, st.deadline);
       await this._waitWake(Math.min(until - performance.now(), this.pollInterval));
@@ -385,25 +485,36 @@ class Worker {
     return Math.max(0, Math.min(this.batchSize, room));
   }
 
-  async _maybeClaim(now) {
-    if (!this._claimNow && now < this._nextPoll) return;
-    const n = this._claimSize();
-    if (n <= 0) return;
-    const res = await this._conn.query(SQL.claim, [this.queue, n, this.owner]);
-    this._claimed(res.rows[0], n);
+  /** The next queue (in turn) that may have jobs: notified, its last claim full, or its poll due; or null. */
+  _dueQueue(now) {
+    const k = this._q.length;
+    for (let i = 0; i < k; i++) {
+      const q = this._q[(this._turn + i) % k];
+      if (q.claimNow || now >= q.nextPoll) return q;
+    }
+    return null;
   }
 
-  /** Take the jobs of a claim of n (jq_claim or jq_complete_and_claim): the row of jobsJson (jobs null when none came). */
-  _claimed({ jobs, expires, remaining }, n) {
-    this._claimNow = false;
+  async _maybeClaim(now) {
+    const q = this._dueQueue(now);
+    if (!q) return;
+    const n = this._claimSize();
+    if (n <= 0) return;
+    const res = await this._conn.query(SQL.claim, [q.name, n, this.owner]);
+    this._claimed(res.rows[0], n, q);
+  }
+
+  /** Take the jobs of a claim of n from q (jq_claim or jq_complete_and_claim): the row of jobsJson (jobs null when none came). */
+  _claimed({ jobs, expires, remaining }, n, q) {
     const t = performance.now();
-    this._nextPoll = t + this.pollInterval;
+    q.nextPoll = t + this.pollInterval;
+    this._turn = (this._q.indexOf(q) + 1) % this._q.length;
     const rows = jobs === null ? [] : JSON.parse(jobs);
     const leaseMs = Math.max(1, remaining * 1000);
     const expiresMs = expires === null ? null : expires.getTime();
     for (const [id, payload, attempt, token] of rows) {
       const st = {
-        job: new Job(this.queue, id, payload, attempt, token, expiresMs),
+        job: new Job(q.name, id, payload, attempt, token, expiresMs),
         deadline: t + leaseMs,
         nextHb: t + leaseMs * this.heartbeatFraction,
         started: false,
@@ -412,8 +523,8 @@ class Worker {
       this._ready.push(st);
     }
     this.stats.claimed += rows.length;
-    if (rows.length) this.log.debug(`claimed ${rows.length} jobs`);
-    if (rows.length === n) this._claimNow = true;
+    if (rows.length) this.log.debug(`claimed ${rows.length} jobs of queue ${q.name}`);
+    q.claimNow = rows.length === n;
   }
 
   /**
@@ -421,40 +532,53 @@ class Worker {
    * claim (and room for a claim) the completions and the next claim go in
    * one call, jq_complete_and_claim; else (and for jobs whose lease the
    * worker saw lost) jq_complete_many, which says which were refused.
+   * Each result the server took is marked sent; the others (the call
+   * failed) stay for the next try.
    */
   async _flushResults(claim = false) {
     if (!this._results.length) return;
-    let results = this._results;
+    const batch = this._results;
     this._results = [];
     try {
-      for (const r of results.filter((x) => x.err !== null)) {
-        const { st, err } = r;
-        const { code, message, retryable, retryIn } = classify(err);
-        const res = await this._conn.query(SQL.fail, [st.job.id, st.job.token, code, message, retryable, interval(retryIn)]);
-        results = results.filter((x) => x !== r);
-        this._held.delete(st.job.id);
-        const status = res.rows[0].status;
-        if (status === null) {
-          this.stats.fenced++;
-          this.log.warn(`job ${st.job.id}: failure refused (lease lost): ${code}`);
-        } else {
-          this.stats.failed++;
-          this.log.info(`job ${st.job.id} attempt ${st.job.attempt} failed (${code}: ${message}): now ${status}`);
-        }
-      }
-      const lost = results.filter((r) => r.st.job._aborted);
-      if (lost.length) {
-        await this._completeMany(lost);
-        results = results.filter((r) => !r.st.job._aborted);
-      }
+      for (const r of batch) if (r.err !== null) await this._fail(r);
+      const lost = batch.filter((r) => !r.sent && r.st.job._aborted);
+      if (lost.length) await this._completeMany(lost);
+      const results = batch.filter((r) => !r.sent);
       if (!results.length) return;
-      let n = 0;
-      if (claim && (this._claimNow || performance.now() >= this._nextPoll)) n = this._claimSize(results.length);
-      if (n > 0) await this._completeAndClaim(results, n);
+      const q = claim ? this._dueQueue(performance.now()) : null;
+      const n = q ? this._claimSize(results.length) : 0;
+      if (n > 0) await this._completeAndClaim(results, n, q);
       else await this._completeMany(results);
-      results = [];
     } finally {
-      if (results.length) this._results.unshift(...results); // not sent: for the next connection
+      const rest = batch.filter((r) => !r.sent);
+      if (rest.length) this._results.unshift(...rest); // not sent: for the next try
+    }
+  }
+
+  /**
+   * jq_fail for a failed job.  A failure the server refuses as given (a
+   * retry delay out of range, say) is sent again without the delay and
+   * with the refusal in the message: the job fails all the same.
+   */
+  async _fail(r, err = r.err) {
+    const { job } = r.st;
+    let res;
+    try {
+      res = await this._conn.query(SQL.fail, [job.id, job.token, err.code, err.message, err.retryable, interval(err.retryIn)]);
+    } catch (e) {
+      if (errorKind(e) !== 'data' || err.refused) throw e;
+      this.log.warn(`job ${job.id}: the failure was refused (${e.message}); sending it without its options`);
+      return this._fail(r, { ...err, retryIn: null, stack: null, refused: true, message: `${err.message} (as first sent: ${e.message})` });
+    }
+    r.sent = true;
+    this._held.delete(job.id);
+    const status = res.rows[0].status;
+    if (status === null) {
+      this.stats.fenced++;
+      this.log.warn(`job ${job.id}: failure refused (lease lost): ${err.code}`);
+    } else {
+      this.stats.failed++;
+      this.log.info(`job ${job.id} attempt ${job.attempt} failed (${err.code}): now ${status}`);
     }
   }
 
@@ -464,11 +588,13 @@ class Worker {
     try {
       res = await this._conn.query(SQL.completeMany, completionParams(results));
     } catch (e) {
-      if (e.code !== '54000' || results.length === 1) throw e;
-      return this._completeOneByOne(results);
+      if (errorKind(e) !== 'data') throw e;
+      return this._completeOneByOne(results, e);
     }
     const completed = new Set(res.rows.map((r) => Number(r.id)));
-    for (const { st } of results) {
+    for (const r of results) {
+      const { st } = r;
+      r.sent = true;
       this._held.delete(st.job.id);
       if (completed.has(st.job.id)) this.stats.completed++;
       else {
@@ -479,45 +605,45 @@ class Worker {
   }
 
   /**
-   * Complete these jobs and claim up to n more, in one call.  The call does
-   * not say which completions were refused (a job cancelled or reaped
-   * without the worker seeing it): all count as completed.
+   * Complete these jobs and claim up to n more from q, in one call.  The
+   * call does not say which completions were refused (a job cancelled or
+   * reaped without the worker seeing it): all count as completed.
    */
-  async _completeAndClaim(results, n) {
+  async _completeAndClaim(results, n, q) {
     const [ids, tokens, values] = completionParams(results);
     let res;
     try {
-      res = await this._conn.query(SQL.completeAndClaim, [this.queue, ids, tokens, n, this.owner, values]);
+      res = await this._conn.query(SQL.completeAndClaim, [q.name, ids, tokens, n, this.owner, values]);
     } catch (e) {
-      if (e.code !== '54000') throw e;
-      return this._completeOneByOne(results);
+      if (errorKind(e) !== 'data') throw e;
+      return this._completeOneByOne(results, e);
     }
-    for (const { st } of results) this._held.delete(st.job.id);
+    for (const r of results) {
+      r.sent = true;
+      this._held.delete(r.st.job.id);
+    }
     this.stats.completed += results.length;
-    this._claimed(res.rows[0], n);
+    this._claimed(res.rows[0], n, q);
   }
 
   /**
-   * A result was larger than jobqueue.max_result_size (the call failed and
-   * changed nothing): complete the jobs one at a time, and fail the ones
-   * whose result is refused, permanently (it would be refused at every
-   * attempt).
+   * The server refused a value of the batch (a result larger than
+   * jobqueue.max_result_size: 54000; one jsonb does not take, such as a
+   * string with "\u0000": 22P05, or a lone surrogate: 22P02), and the
+   * call changed nothing: complete the jobs one at a time.  A job whose
+   * own result is refused fails permanently (the same result would be
+   * refused at every attempt), with code RESULT_TOO_LARGE (54000) or
+   * RESULT_INVALID and the server's message; the others complete.
    */
-  async _completeOneByOne(results) {
-    for (const r of results) {
-      try {
-        await this._completeMany([r]);
-      } catch (e) {
-        if (e.code !== '54000') throw e;
-        const { st } = r;
-        const res = await this._conn.query(SQL.fail, [st.job.id, st.job.token, 'RESULT_TOO_LARGE', e.message, false, null]);
-        this._held.delete(st.job.id);
-        const status = res.rows[0].status;
-        if (status === null) this.stats.fenced++;
-        else this.stats.failed++;
-        this.log.warn(`job ${st.job.id}: result too large; failed: ${status}`);
-      }
+  async _completeOneByOne(results, e) {
+    if (results.length === 1) {
+      const [r] = results;
+      if (r.result === null) throw e; // not this job's result: not this job's fault
+      const code = e.code === '54000' ? 'RESULT_TOO_LARGE' : 'RESULT_INVALID';
+      this.log.warn(`job ${r.st.job.id} of queue ${r.st.job.queue}: its result was refused (${e.message}, SQLSTATE ${e.code}); failing it`);
+      return this._fail(r, { code, message: `${e.message} (SQLSTATE ${e.code})`, retryable: false, retryIn: null, stack: null });
     }
+    for (const r of results) await this._completeMany([r]);
   }
 
   async _heartbeats(now) {
@@ -596,14 +722,6 @@ function abort(st, reason) {
   st.job._abort(reason);
   st.nextHb = Infinity;
   st.deadline = Infinity;
-}
-
-/** A failure of the connection (as opposed to an SQL error): reconnect. */
-function isConnectionError(e, conn) {
-  if (!conn) return true;
-  if (e && typeof e.code === 'string' && /^(08|57P0)/.test(e.code)) return true;
-  if (e && typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code)) return false; // an SQLSTATE
-  return true; // ECONNRESET, "Connection terminated", ...
 }
 
 module.exports = { Worker, CHANNEL, defaultLogger };

@@ -131,9 +131,9 @@ test('results are stored; completions ride on the next claim', { skip: noServer 
   await client.end();
   const calls = [];
   class Counting extends Worker {
-    async _completeAndClaim(results, n) {
+    async _completeAndClaim(results, n, q) {
       calls.push([results.length, n]);
-      return super._completeAndClaim(results, n);
+      return super._completeAndClaim(results, n, q);
     }
   }
   const handler = async (job) => (job.payload.n % 3 === 0 ? undefined : { double: 2 * job.payload.n });
@@ -305,4 +305,40 @@ test('the five-minute start of the README runs', { skip: noServer }, () => {
     timeout: 60000,
   }).toString();
   assert.match(out, /sent 3 e-mails/);
+});
+
+test('one worker serves several queues over its two connections', { skip: noServer }, async () => {
+  const queues = [await makeQueue('nmulti'), await makeQueue('nmulti'), await makeQueue('nmulti')];
+  const app = `jqtest-${queues[0]}`;
+  const seen = new Map();
+  const w = new Worker({
+    connectionString: DSN, queue: queues, concurrency: 4, batchSize: 10, handleSignals: false, logger: quiet,
+    pollInterval: 600000, // the notifications of each queue must wake it
+    pgOptions: { application_name: app },
+    handler: async (job) => {
+      seen.set(job.id, job.queue);
+      return { queue: job.queue };
+    },
+  });
+  const client = new Client({ connectionString: DSN });
+  await w.start();
+  const ids = new Map();
+  try {
+    await waitFor(async () => Number(await q1("SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND query ~ 'LISTEN'", [app])) === 1, 'the listener');
+    for (const q of queues) for (const id of await client.enqueueMany(q, Array.from({ length: 100 }, (_, i) => ({ i })))) ids.set(id, q);
+    for (const q of queues) await waitFor(async () => sameCounts(await statusCounts(q), { succeeded: 100 }), `the jobs of ${q}`);
+    // Later jobs of one queue alone wake it too.
+    const late = await client.enqueue(queues[2], { late: true });
+    ids.set(late, queues[2]);
+    await waitFor(async () => (await q1('SELECT status::text FROM jobqueue.jobs WHERE id = $1', [late])) === 'succeeded', 'the late job');
+    assert.equal(Number(await q1('SELECT count(*) FROM pg_stat_activity WHERE application_name = $1', [app])), 2);
+  } finally {
+    await w.stop();
+    await client.end();
+  }
+  assert.equal(seen.size, 301);
+  for (const [id, q] of ids) assert.equal(seen.get(id), q);
+  const owners = await db().query('SELECT DISTINCT lease_owner FROM jobqueue.jobs WHERE queue_name = ANY($1)', [queues]);
+  assert.deepEqual(owners.rows.map((r) => r.lease_owner), [w.owner]);
+  assert.deepEqual([w.stats.completed, w.stats.failed], [301, 0]);
 });

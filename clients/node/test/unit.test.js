@@ -2,7 +2,8 @@
 // The client's own logic, without a server.
 const { test } = require('node:test');
 const assert = require('node:assert/strict');
-const { Worker, PermanentError, RetryLater, classify, Backoff } = require('..');
+const { Worker, PermanentError, RetryLater, classify, errorKind, Backoff } = require('..');
+const { wrapHandler } = require('../lib/tracing');
 const { enqueueParams, interval, runAtDate } = require('../lib/client');
 const { cutBytes } = require('../lib/errors');
 
@@ -10,7 +11,54 @@ test('errors are retryable by default', () => {
   class Boom extends Error {}
   const e = new Boom('bad thing');
   e.name = 'Boom';
-  assert.deepEqual(classify(e), { code: 'Boom', message: 'bad thing', retryable: true, retryIn: null });
+  const c = classify(e);
+  assert.deepEqual({ ...c, stack: undefined }, { code: 'Boom', message: 'bad thing', retryable: true, retryIn: null, stack: undefined });
+  assert.match(c.stack, /^Boom: bad thing\n\s+at /);
+});
+
+test('the code: a non-empty string code property, else the class name', () => {
+  class Unnamed extends Error {}
+  assert.equal(classify(new Unnamed('x')).code, 'Unnamed'); // name is the inherited 'Error'
+  assert.equal(classify(new TypeError('x')).code, 'TypeError');
+  assert.equal(classify(new Error('x')).code, 'Error');
+  const coded = new Error('x');
+  coded.code = 'ECONNREFUSED';
+  assert.equal(classify(coded).code, 'ECONNREFUSED');
+  coded.code = '';
+  assert.equal(classify(coded).code, 'Error');
+  assert.equal(classify(new DOMException('gone', 'AbortError')).code, 'AbortError');
+  assert.equal(classify({ message: 'a plain object' }).code, 'Error');
+  assert.deepEqual([classify('a string').code, classify('a string').stack], ['Error', null]);
+});
+
+test('what PostgreSQL cannot store is left out: NUL characters, a retry delay over 100 years', () => {
+  const e = new Error('bad\u0000byte');
+  e.code = 'NUL\u0000CODE';
+  e.retryIn = 1e12;
+  const c = classify(e);
+  assert.deepEqual([c.code, c.message, c.retryIn, c.stack.includes('\u0000')], ['NULCODE', 'badbyte', 100 * 365 * 86400, false]);
+});
+
+test('errors of the server and the driver, by kind', () => {
+  const kind = (code) => errorKind(Object.assign(new Error('x'), code === undefined ? {} : { code }));
+  for (const c of ['40001', '40P01', '57014', '55P03', '53300', '25006']) assert.equal(kind(c), 'transient', c);
+  for (const c of ['08006', '57P01', '57P03', 'ECONNRESET', undefined]) assert.equal(kind(c), 'connection', c);
+  for (const c of ['28P01', '28000', '3D000', '3F000', '42883', '42501', '42704']) assert.equal(kind(c), 'fatal', c);
+  for (const c of ['22P05', '22P02', '22023', '54000']) assert.equal(kind(c), 'data', c);
+  assert.equal(kind('XX000'), 'other');
+});
+
+test('onJob wraps the handler; without it the handler is called as it is', async () => {
+  const h = async (job) => job.n * 2;
+  assert.equal(wrapHandler(h, undefined), h);
+  const seen = [];
+  const w = wrapHandler(h, async (job, run) => {
+    seen.push(job.n);
+    return run();
+  });
+  assert.equal(await w({ n: 21 }), 42);
+  assert.deepEqual(seen, [21]);
+  assert.throws(() => wrapHandler(h, 'no'), TypeError);
 });
 
 test('PermanentError is not retryable, with its code', () => {
@@ -68,6 +116,11 @@ test('worker arguments are checked', () => {
   const w = new Worker({ connectionString: 'x', queue: 'q', handler: h });
   assert.equal(w.listenConnectionString, 'x');
   assert.match(w.owner, /:q$/);
+  const several = new Worker({ connectionString: 'x', queue: ['a', 'b', 'a'], handler: h });
+  assert.deepEqual(several.queues, ['a', 'b']);
+  assert.match(several.owner, /:a,b$/);
+  assert.throws(() => new Worker({ connectionString: 'x', queue: [], handler: h }), TypeError);
+  assert.throws(() => new Worker({ connectionString: 'x', queue: ['a', ''], handler: h }), TypeError);
 });
 
 test('a worker without a server retries, and stops when told', async () => {
@@ -86,5 +139,6 @@ test('a worker without a server retries, and stops when told', async () => {
   await w.start();
   while (warnings.length < 2) await new Promise((r) => setTimeout(r, 10));
   await w.stop();
-  assert.match(warnings[0], /connection lost/);
+  assert.match(warnings[0], /connection failed at start/);
+  assert.match(warnings[1], /connection lost/);
 });
