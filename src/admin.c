@@ -15,9 +15,10 @@
 #include <math.h>
 
 #include "catalog/pg_type.h"
-#include "commands/prepare.h"
+#include "commands/explain.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/plancache.h"
 #include "utils/timestamp.h"
 
 PG_FUNCTION_INFO_V1(jq_create_queue);
@@ -435,66 +436,60 @@ jq_retry_dead(PG_FUNCTION_ARGS)
 /*
  * jq_explain_claim(queue_name, n) returns setof text
  *
- * EXPLAIN (COSTS OFF) of the generic plan of the very statement jq_claim
- * runs, as jq_claim's kept plan would be built in this session.  Nothing is
- * claimed: EXPLAIN without ANALYZE does not execute.  A prepared statement
- * with plan_cache_mode = force_generic_plan shows the generic plan; the
- * setting is undone when the function returns (its SET clause opens a GUC
- * nesting level).
+ * EXPLAIN (COSTS OFF) of the plan this session's claims of the queue run:
+ * the kept generic plan of the statement of the queue's policy (plans.c),
+ * prepared now if the session has not claimed yet, and rebuilt first if
+ * the plan cache would rebuild it at the next claim.  Nothing is claimed:
+ * the plan is only started for EXPLAIN.  n is checked as jq_claim checks
+ * it; the generic plan does not depend on it (its $2).
  */
 Datum
 jq_explain_claim(PG_FUNCTION_ARGS)
 {
 	char	   *queue_name = jq_arg_queue_name(fcinfo, 0);
-	int32		n = jq_arg_positive_int4(fcinfo, 1, "n");
 	TupleDesc	tupdesc;
 	Tuplestorestate *tupstore;
 	JqPlanId	plan;
-	bool		rotated;
-	uint64		i;
+	CachedPlan *cplan;
+	ExplainState *es;
+	ListCell   *lc;
+	char	   *line;
+	char	   *next;
 
+	(void) jq_arg_positive_int4(fcinfo, 1, "n");
 	tupstore = jq_srf_init(fcinfo, &tupdesc);
 
 	jq_spi_connect();
 	jq_require_queue(queue_name);
 
-	/* prepared statements outlive transactions: drop a leftover first */
-	DropPreparedStatement("jobqueue_explain_claim", false);
-	/*
-	 * the statement of the queue's policy: the plain claim's $4 is the lease's
-	 * end, the others' the lease; the group claims' $6 is text
-	 */
 	plan = jq_claim_plan_of(queue_name);
-	rotated = (plan == JQ_PLAN_CLAIM_GROUPS || plan == JQ_PLAN_CLAIM_ORDERED);
-	jq_execute_once("prepare explain", psprintf("PREPARE jobqueue_explain_claim"
-							 "(text, int4, text, %s, timestamptz%s) AS %s",
-							 plan == JQ_PLAN_CLAIM_PLAIN ? "timestamptz" : "interval",
-							 rotated ? ", text" : "",
-							 jq_plan_sql(plan)),
-					0, NULL, NULL, NULL, SPI_OK_UTILITY);
-	PG_TRY();
-	{
-		jq_execute_once("set generic plan", "SET LOCAL plan_cache_mode = force_generic_plan",
-						0, NULL, NULL, NULL, SPI_OK_UTILITY);
-		/* the queue name was validated: letters, digits and _-.: only */
-		jq_execute_once("explain claim", psprintf("EXPLAIN (COSTS OFF) EXECUTE jobqueue_explain_claim"
-								 "(%s, %d, 'explain', NULL, pg_catalog.now()%s)",
-								 quote_literal_cstr(queue_name), n,
-								 rotated ? ", NULL" : ""),
-						0, NULL, NULL, NULL, SPI_OK_UTILITY);
-	}
-	PG_FINALLY();
-	{
-		DropPreparedStatement("jobqueue_explain_claim", false);
-	}
-	PG_END_TRY();
+	cplan = SPI_plan_get_cached_plan(jq_plan(plan));
+	if (cplan == NULL)
+		elog(ERROR, "jobqueue statement \"%s\" has no plan", jq_plan_name(plan));
 
-	for (i = 0; i < SPI_processed; i++)
+	es = NewExplainState();
+	es->costs = false;
+	ExplainBeginOutput(es);
+	foreach(lc, cplan->stmt_list)
 	{
-		Datum		line = jq_result(i, 1);
-		bool		line_null = false;
+		PlannedStmt *pstmt = lfirst_node(PlannedStmt, lc);
 
-		tuplestore_putvalues(tupstore, tupdesc, &line, &line_null);
+		ExplainOnePlan(pstmt, NULL, es, jq_plan_sql(plan), NULL, NULL, NULL, NULL);
+	}
+	ExplainEndOutput(es);
+	ReleaseCachedPlan(cplan, CurrentResourceOwner);
+
+	/* one row per line, as EXPLAIN returns it */
+	for (line = es->str->data; line != NULL && *line != '\0'; line = next)
+	{
+		Datum		value;
+		bool		isnull = false;
+
+		next = strchr(line, '\n');
+		if (next != NULL)
+			*next++ = '\0';
+		value = CStringGetTextDatum(line);
+		tuplestore_putvalues(tupstore, tupdesc, &value, &isnull);
 	}
 	jq_spi_finish();
 

@@ -26,6 +26,18 @@
  * kept plan then reads every running job's index entry, and every entry
  * not yet vacuumed, to find one id.
  *
+ * Table size: a generic plan is built for the size the jobs table has when
+ * it is planned (the planner reads the table's current number of blocks,
+ * also before any ANALYZE).  A backend that prepared its statements while
+ * jobs was empty (a new deployment, after a TRUNCATE) would keep plans made
+ * for an empty table -- a sequential scan where an index probe is needed --
+ * until something invalidated them.  So jq_plan() looks at the table's
+ * size at most once a second (jq_plans_check_size): when it has grown or
+ * shrunk tenfold since the kept plans were built, they are marked invalid,
+ * as an ANALYZE would, and the plan cache builds them again at their next
+ * use, for the table as it is now.  Only jobqueue's own kept plans are
+ * touched.
+ *
  * Rules for the statements: every object is schema-qualified (tables in
  * jobqueue, functions in pg_catalog); every value a caller supplies is a
  * parameter, never part of the text.  The SQL functions also run with
@@ -40,7 +52,14 @@
  */
 #include "jobqueue.h"
 
+#include "access/relation.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
+#include "storage/bufmgr.h"
+#include "utils/lsyscache.h"
+#include "utils/plancache.h"
+#include "utils/rel.h"
+#include "utils/timestamp.h"
 
 /*
  * Retry delay in seconds: exponential backoff from the queue's backoff_base,
@@ -1582,6 +1601,87 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 
 static SPIPlanPtr plans[JQ_NUM_PLANS];
 
+/* The size check of the kept plans (see the header comment) */
+#define JQ_PLANS_SIZE_CHECK_MS	1000
+#define JQ_PLANS_SIZE_FACTOR	10
+/* below this many blocks a table counts as this many */
+#define JQ_PLANS_SIZE_FLOOR		8
+
+static BlockNumber plans_jobs_blocks = InvalidBlockNumber;	/* when built */
+static TimestampTz plans_size_checked = 0;
+
+/* The number of blocks of jobqueue.jobs now, or InvalidBlockNumber */
+static BlockNumber
+jq_jobs_blocks(void)
+{
+	Oid			nspoid = get_namespace_oid("jobqueue", true);
+	Oid			relid;
+	Relation	rel;
+	BlockNumber nblocks;
+
+	if (!OidIsValid(nspoid))
+		return InvalidBlockNumber;
+	relid = get_relname_relid("jobs", nspoid);
+	if (!OidIsValid(relid))
+		return InvalidBlockNumber;
+	/* the statement about to run takes this lock anyway */
+	rel = try_relation_open(relid, AccessShareLock);
+	if (rel == NULL)
+		return InvalidBlockNumber;
+	nblocks = RelationGetNumberOfBlocks(rel);
+	relation_close(rel, AccessShareLock);
+	return Max(nblocks, JQ_PLANS_SIZE_FLOOR);
+}
+
+/*
+ * Mark every kept plan invalid when the jobs table's size changed tenfold
+ * since they were built; at most once a second.  The plan cache rebuilds an
+ * invalid plan at its next use (as after an ANALYZE); a plan running now
+ * (a trigger's statement inside a claim) runs on.
+ */
+static void
+jq_plans_check_size(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	BlockNumber cur;
+
+	if (now - plans_size_checked < JQ_PLANS_SIZE_CHECK_MS * 1000 &&
+		plans_jobs_blocks != InvalidBlockNumber)
+		return;
+	plans_size_checked = now;
+	cur = jq_jobs_blocks();
+	if (cur == InvalidBlockNumber)
+		return;
+	if (plans_jobs_blocks == InvalidBlockNumber)
+	{
+		plans_jobs_blocks = cur;
+		return;
+	}
+	if ((double) cur < (double) plans_jobs_blocks * JQ_PLANS_SIZE_FACTOR &&
+		(double) cur * JQ_PLANS_SIZE_FACTOR > (double) plans_jobs_blocks)
+		return;
+
+	for (int id = 0; id < JQ_NUM_PLANS; id++)
+	{
+		ListCell   *lc;
+
+		if (plans[id] == NULL)
+			continue;
+		foreach(lc, SPI_plan_get_plan_sources(plans[id]))
+		{
+			CachedPlanSource *source = (CachedPlanSource *) lfirst(lc);
+
+			/* what PlanCacheRelCallback does for a changed table */
+			source->is_valid = false;
+			if (source->gplan)
+				source->gplan->is_valid = false;
+		}
+	}
+	elog(DEBUG1, "jobqueue: table jobs has %u blocks, %u when the kept plans were built: rebuilding them",
+		 cur, plans_jobs_blocks);
+	plans_jobs_blocks = cur;
+}
+
 /*
  * Return the prepared statement id, preparing and keeping it on first use.
  * Must be called while connected to SPI.
@@ -1592,6 +1692,7 @@ jq_plan(JqPlanId id)
 	SPIPlanPtr	plan;
 
 	Assert(id >= 0 && id < JQ_NUM_PLANS);
+	jq_plans_check_size();
 	if (plans[id] != NULL)
 		return plans[id];
 
