@@ -69,13 +69,13 @@ DECLARE
 	r record;
 	n int := 0;
 BEGIN
-	SELECT array_agg(j.id ORDER BY random()), array_agg(j.lease_token ORDER BY random())
-	INTO ids, tokens FROM (SELECT j.id, j.lease_token FROM jobqueue.jobs j
-		WHERE j.status = 'running' AND j.queue_name = q AND j.lease_owner = 'soak'
-		  AND j.lease_expires_at > now() ORDER BY random() LIMIT 4) j;
-	-- ids and tokens must pair up: take them in one order
+	-- the jobs of this worker: running jobs nobody else is finishing (the
+	-- row locks stand for a worker's own jobs), in random order
 	SELECT array_agg(x.id), array_agg(x.tok) INTO ids, tokens FROM (
-		SELECT j.id, j.lease_token AS tok FROM jobqueue.jobs j WHERE j.id = ANY (ids) ORDER BY random()) x;
+		SELECT j.id, j.lease_token AS tok FROM jobqueue.jobs j
+		WHERE j.status = 'running' AND j.queue_name = q AND j.lease_owner = 'soak'
+		  AND j.lease_expires_at > now()
+		ORDER BY random() LIMIT 4 FOR UPDATE SKIP LOCKED) x;
 	FOR r IN SELECT * FROM jobqueue.jq_complete_and_claim(q, coalesce(ids, '{}'), coalesce(tokens, '{}'), 4, 'soak') LOOP
 		n := n + 1;
 		IF random() < 0.05 THEN
