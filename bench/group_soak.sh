@@ -161,6 +161,9 @@ for _ in $(seq 1 30); do
 done
 psql_ -c "SELECT jobqueue.jq_alter_queue('flip', group_concurrency => 2)" >/dev/null
 drift=$(psql_ -c "SELECT jobqueue.jq_recount_groups()")
+# retry and reap backoffs: every pending job due now, so that nothing
+# becomes ready after the claims below have stopped
+psql_ -c "UPDATE jobqueue.jobs SET available_at = now() WHERE status = 'pending'" >/dev/null
 # every ready job must be claimable: claim (and complete) until nothing comes
 stranded=$(psql_ <<'SQL'
 DO $$
@@ -180,6 +183,13 @@ $$;
 SELECT coalesce(sum(ready), 0) FROM jobqueue.queue_stats;
 SQL
 )
+if [ "$stranded" != 0 ]; then
+	echo "stranded jobs:"
+	psql_ -c "SELECT j.queue_name, j.group_key, j.status, count(*), bool_or(gr.group_key IS NOT NULL) AS has_row,
+	                 min(gr.running) AS counted
+	          FROM jobqueue.jobs j LEFT JOIN jobqueue.groups gr USING (queue_name, group_key)
+	          WHERE j.status IN ('pending', 'running', 'dead') GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
+fi
 deadlocks=$(grep -c 'deadlock detected' "$DIR/log")
 limit_v=$(psql_ -c "SELECT count(*) FROM soak_violations WHERE kind = 'limit'")
 order_v=$(psql_ -c "SELECT count(*) FROM soak_violations WHERE kind = 'order'")
