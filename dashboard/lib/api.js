@@ -7,13 +7,7 @@
 const v = require('./validate');
 const { HttpError } = require('./db');
 
-const QUEUES_SQL = `
-SELECT s.queue_name, s.paused, s.ready, s.scheduled, s.running, s.expiring_soon, s.waiting,
-       s.dead, s.succeeded, s.cancelled,
-       EXTRACT(epoch FROM s.oldest_ready_age)::float8 AS oldest_ready_s,
-       EXTRACT(epoch FROM s.oldest_dead_age)::float8 AS oldest_dead_s,
-       s.groups_ready, s.groups_running, s.groups_blocked
-FROM jobqueue.queue_stats s`;
+const { QUEUES_SQL } = require('./queries');
 
 // A backlog nobody claims: ready jobs, an unpaused queue, and no claim in
 // the last minute (from the counters), or, without counters, nothing
@@ -26,7 +20,12 @@ function needs(session, key, what) {
   }
 }
 
-function annotate(session, q) {
+function annotate(session, row) {
+  const q = { ...row };
+  if (q.fetched_at) {
+    q.age_ms = Date.now() - q.fetched_at;
+    delete q.fetched_at;
+  }
   const claimed = session.sampler.claimedWithin(q.queue_name, STALL_MS);
   q.claimed_recently = claimed;
   q.stalled = !q.paused && q.ready > 0 && (claimed === false ||
@@ -34,16 +33,28 @@ function annotate(session, q) {
   return q;
 }
 
-async function listQueues(session) {
-  const r = await session.query(`${QUEUES_SQL} ORDER BY s.queue_name`);
-  return { queues: r.rows.map((q) => annotate(session, q)), series: session.sampler.series() };
+// The counts come from the shared copy (stats.js) for a role that may read
+// queue_stats; any other role asks the database, which answers as it will.
+async function queueRows(session, stats, name) {
+  if (session.privileges.queue_stats) {
+    return name ? [await stats.get(session, name)].filter(Boolean) : stats.all(session);
+  }
+  const r = name
+    ? await session.query(`${QUEUES_SQL} WHERE s.queue_name OPERATOR(pg_catalog.=) $1`, [name])
+    : await session.query(`${QUEUES_SQL} ORDER BY s.queue_name`);
+  return r.rows;
 }
 
-async function getQueue(session, { params }) {
+async function listQueues(session, { stats }) {
+  const rows = await queueRows(session, stats, null);
+  return { queues: rows.map((q) => annotate(session, q)), series: session.sampler.series() };
+}
+
+async function getQueue(session, { params, stats }) {
   const name = v.queueName(params.name, 'queue name');
-  const r = await session.query(`${QUEUES_SQL} WHERE s.queue_name OPERATOR(pg_catalog.=) $1`, [name]);
-  if (!r.rows.length) throw new HttpError(404, `queue "${name}" does not exist`, '42704');
-  const out = { queue: annotate(session, r.rows[0]), policy: null, groups: null, rate_limit: null, schedules: null };
+  const rows = await queueRows(session, stats, name);
+  if (!rows.length) throw new HttpError(404, `queue "${name}" does not exist`, '42704');
+  const out = { queue: annotate(session, rows[0]), policy: null, groups: null, rate_limit: null, schedules: null };
   const p = session.privileges;
   if (p.queues_table) {
     const q = await session.query(
@@ -71,9 +82,10 @@ async function getQueue(session, { params }) {
   return out;
 }
 
-async function pauseQueue(session, { params, hub }, resume) {
+async function pauseQueue(session, { params, hub, stats }, resume) {
   const name = v.queueName(params.name, 'queue name');
   await session.query(resume ? 'SELECT jobqueue.jq_resume_queue($1)' : 'SELECT jobqueue.jq_pause_queue($1)', [name]);
+  await stats.refreshNow(session, name);
   hub.touch(name);
   return { queue: name, paused: !resume };
 }
@@ -206,28 +218,35 @@ async function getJob(session, { params, query }) {
   return { job };
 }
 
-async function retryJob(session, { params, hub, body }) {
+async function retryJob(session, { params, hub, body, stats }) {
   const id = v.jobId(params.id);
-  v.only(body, []);
+  v.only(body, ['queue']);
+  const queue = v.optional(body.queue, v.queueName);
   const r = await session.query('SELECT jobqueue.jq_retry($1::bigint) AS done', [id]);
+  if (queue) await stats.refreshNow(session, queue);
+  else stats.markDirty(null);
   hub.touch(null);
   return { id: Number(id), retried: r.rows[0].done };
 }
 
-async function cancelJob(session, { params, hub, body }) {
+async function cancelJob(session, { params, hub, body, stats }) {
   const id = v.jobId(params.id);
-  v.only(body, []);
+  v.only(body, ['queue']);
+  const queue = v.optional(body.queue, v.queueName);
   const r = await session.query('SELECT jobqueue.jq_cancel($1::bigint) AS done', [id]);
+  if (queue) await stats.refreshNow(session, queue);
+  else stats.markDirty(null);
   hub.touch(null);
   return { id: Number(id), cancelled: r.rows[0].done };
 }
 
-async function retryDead(session, { params, body, hub }) {
+async function retryDead(session, { params, body, hub, stats }) {
   const name = v.queueName(params.name, 'queue name');
   v.only(body, ['error_code', 'max_jobs']);
   const code = v.optional(body.error_code, v.text, 'error_code', 128);
   const max = body.max_jobs === undefined ? 1000 : v.int(body.max_jobs, 'max_jobs', 1, 100000);
   const r = await session.query('SELECT jobqueue.jq_retry_dead($1, $2, $3) AS n', [name, code, max]);
+  await stats.refreshNow(session, name);
   hub.touch(name);
   return { queue: name, error_code: code, replayed: Number(r.rows[0].n) };
 }

@@ -92,7 +92,10 @@ class Hub {
       }
       return;
     }
-    if (n.channel === 'jobqueue') this.pendingQueues.add(n.payload);
+    if (n.channel === 'jobqueue') {
+      this.pendingQueues.add(n.payload);
+      if (this.stats) this.stats.markDirty([n.payload]);
+    }
     else this.finished++;
     this.schedule();
   }

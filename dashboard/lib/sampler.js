@@ -11,7 +11,7 @@ const KEEP = 121;  // samples kept: ten minutes at the default interval
 
 const COUNTERS_SQL = `
 SELECT c.queue_name, c.enqueued, c.claimed, c.completed, c.failed_retryable, c.failed_permanent,
-       c.dead_lettered, c.replayed, c.leases_expired, c.claim_calls, c.claim_time
+       c.dead_lettered, c.replayed, c.leases_expired, c.purged, c.claim_calls, c.claim_time
 FROM jobqueue.jq_counters() c
 WHERE c.queue_name IS NOT NULL`;
 
@@ -75,7 +75,10 @@ class Sampler {
       if (this.samples.length > KEEP) this.samples.shift();
       if (prev) {
         const changed = Object.keys(sample.queues).filter((q) => moved(prev.queues[q], sample.queues[q]));
-        if (changed.length) s.send('change', { queues: changed, source: 'counters' });
+        if (changed.length) {
+          if (s.store.stats) s.store.stats.markDirty(changed);
+          s.send('change', { queues: changed, source: 'counters' });
+        }
       }
     } catch (err) {
       // A sample is a hint; a failed one is skipped (the pages show the error of their own queries).
@@ -121,7 +124,7 @@ class Sampler {
 function moved(a, b) {
   if (!a || !b) return !!b;
   for (const k of ['enqueued', 'claimed', 'completed', 'failed_retryable', 'failed_permanent',
-    'dead_lettered', 'replayed', 'leases_expired']) {
+    'dead_lettered', 'replayed', 'leases_expired', 'purged']) {
     if (a[k] !== b[k]) return true;
   }
   return false;

@@ -8,6 +8,7 @@ const path = require('path');
 const api = require('./api');
 const { SessionStore, sameToken } = require('./sessions');
 const { Hub } = require('./events');
+const { StatsCache } = require('./stats');
 const { HttpError, httpStatusOf } = require('./db');
 const v = require('./validate');
 
@@ -221,7 +222,7 @@ async function handle(req, res, ctx) {
     const body = method === 'POST' ? await jsonBody(req) : {};
     if (method === 'POST' && Object.keys(query).length) throw new HttpError(400, 'parameters go in the JSON body');
     const t0 = process.hrtime.bigint();
-    const out = await handler(session, { params, query, body, hub });
+    const out = await handler(session, { params, query, body, hub, stats: ctx.stats });
     const took = Number(process.hrtime.bigint() - t0) / 1e6;
     send(res, 200, { ...out, took_ms: Math.round(took * 10) / 10 }, { 'Server-Timing': `db;dur=${took.toFixed(1)}` });
     return;
@@ -234,8 +235,11 @@ async function startServer(config) {
   let sessions = null;
   const hub = new Hub(config, () => sessions);
   sessions = new SessionStore(config, hub);
+  const stats = new StatsCache(() => sessions);
+  hub.stats = stats;
+  sessions.stats = stats;
   const secure = !!config.tls;
-  const ctx = { sessions, hub, secure };
+  const ctx = { sessions, hub, secure, stats };
   const onRequest = (req, res) => {
     handle(req, res, ctx).catch((err) => {
       if (res.headersSent) {
@@ -262,6 +266,7 @@ async function startServer(config) {
     close: () => new Promise((resolve) => {
       sessions.closeAll();
       hub.close();
+      stats.close();
       server.close(() => resolve());
       server.closeAllConnections();
     }),

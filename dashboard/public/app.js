@@ -398,7 +398,7 @@
     const act = async (what, label) => {
       if (!await confirmDialog(`${label} job ${j.id}?`, label)) return;
       try {
-        const r = await api('POST', `/api/jobs/${j.id}/${what}`);
+        const r = await api('POST', `/api/jobs/${j.id}/${what}`, { queue: j.queue_name });
         toast(r.retried || r.cancelled ? `job ${j.id}: done` : `job ${j.id} was not in a state to ${what}`);
         refresh();
       } catch (x) { toast(x.message); }
@@ -465,7 +465,7 @@
     };
     const replayOne = async (id) => {
       if (!await confirmDialog(`Replay job ${id}?`, 'Replay')) return;
-      try { const r = await api('POST', `/api/jobs/${id}/retry`); toast(r.retried ? `job ${id} replayed` : `job ${id} is no longer dead`); } catch (x) { toast(x.message); }
+      try { const r = await api('POST', `/api/jobs/${id}/retry`, { queue }); toast(r.retried ? `job ${id} replayed` : `job ${id} is no longer dead`); } catch (x) { toast(x.message); }
       refresh();
     };
     const rows = d.groups.map((g) => h('tr', { 'data-code': g.error_code ?? '' },
