@@ -13,7 +13,10 @@
 # Environment: PG_CONFIG (default: the packaged PostgreSQL 15),
 #   JQ_DEMO_JOBS (default 3000), JQ_DEMO_DIR (default ./demo/work),
 #   JQ_DEMO_WORKER=off (run without the background worker: the demo then
-#   calls jq_reap() itself, as a scheduler would).
+#   calls jq_reap() itself, as a scheduler would),
+#   JQ_DEMO_DASHBOARD=HOST:PORT (after the story, keep the cluster running
+#   and serve the dashboard, dashboard/jobqueue-dashboard, on HOST:PORT
+#   against the demo's database, until Ctrl-C; see dashboard/README.md).
 source "$(dirname "$0")/common.sh"
 
 NJOBS=${JQ_DEMO_JOBS:-3000}
@@ -32,7 +35,11 @@ if ! [[ $NJOBS =~ ^[0-9]+$ ]] || ((NJOBS < 1000)); then
 	fail "JQ_DEMO_JOBS must be a number of at least 1000"
 fi
 
-jq_install_only "${JQ_PKGS_BUILD[@]}"
+if [ -n "${JQ_DEMO_DASHBOARD:-}" ]; then
+	jq_install_only "${JQ_PKGS_BUILD[@]}" nodejs npm	# the dashboard's runtime
+else
+	jq_install_only "${JQ_PKGS_BUILD[@]}"
+fi
 srcdir=$(jq_workdir demo)
 jq_build_install "$srcdir"
 rm -rf "$srcdir"
@@ -408,3 +415,23 @@ echo
 echo "Demo passed: $NJOBS jobs, none lost; $succeeded succeeded, 1 dead (a permanent error),"
 echo "$CRASH_BATCH recovered from a crashed worker, 1 replayed from the dead letters."
 echo "Time: $(elapsed "$T_START") s in all, $(elapsed "$T_CRASH") s from the crash to the end."
+
+# ---------------------------------------------------------------------------
+# The dashboard against the demo's database (JQ_DEMO_DASHBOARD=HOST:PORT)
+# ---------------------------------------------------------------------------
+if [ -n "${JQ_DEMO_DASHBOARD:-}" ]; then
+	log "the dashboard on http://$JQ_DEMO_DASHBOARD/ (Ctrl-C stops it and the cluster)"
+	if [ ! -d "$JQ_ROOT/dashboard/node_modules/pg" ]; then
+		(cd "$JQ_ROOT/dashboard" && npm ci --omit=dev --no-audit --no-fund --loglevel=error) ||
+			fail "npm ci in dashboard/ failed"
+	fi
+	# Two roles that log in with a password over the socket; the cluster's
+	# owner keeps its trusted local login.
+	sql -c "CREATE ROLE demo_admin LOGIN PASSWORD 'demo'; CREATE ROLE demo_monitor LOGIN PASSWORD 'demo';
+		SELECT jobqueue.jq_grant_admin('demo_admin'), jobqueue.jq_grant_monitor('demo_monitor');" >/dev/null
+	printf 'local all postgres trust\nlocal all all scram-sha-256\n' >"$JQ_PGDATA/pg_hba.conf"
+	sql -c "SELECT pg_reload_conf()" >/dev/null
+	say "Log in as demo_admin (may replay, cancel, pause) or demo_monitor (may only look), password demo."
+	"$JQ_ROOT/dashboard/jobqueue-dashboard" --listen "$JQ_DEMO_DASHBOARD" \
+		--dsn "postgresql:///$DB?host=$JQ_PGHOST&port=$PORT" || true
+fi
