@@ -6,7 +6,9 @@
 #   pg_regress (sql/, expected/), pgTAP (test/pgtap/),
 #   isolation specs (test/isolation/) and TAP tests (test/t/),
 # then the client libraries' tests (scripts/test_clients.sh: Python,
-# Node.js, Go, through PgBouncer too, on a throwaway cluster of their own).
+# Node.js, Go, through PgBouncer too, on a throwaway cluster of their own)
+# and the dashboard's (scripts/test_dashboard.sh: its API, and its pages in
+# headless Chromium, on a cluster of their own).
 # Usage: bash scripts/test.sh as root, or sudo bash scripts/test.sh
 #   (exits non-zero on any failure)
 source "$(dirname "$0")/common.sh"
@@ -44,6 +46,18 @@ cfailed=${cfailed:-0}
 # A client suite that could not even report counts as one failure.
 [ "$cstatus" -ne 0 ] && [ "$cfailed" -eq 0 ] && cfailed=1
 
+log "running the dashboard tests"
+set +e
+bash "$JQ_ROOT/scripts/test_dashboard.sh" "$dir" 2>&1 | tee "$dir/dashboard.log"
+dstatus=${PIPESTATUS[0]}
+set -e
+read -r dpassed dfailed < <(sed -n 's/^jobqueue dashboard tests: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$dir/dashboard.log" | tail -n 1)
+dpassed=${dpassed:-0}
+dfailed=${dfailed:-0}
+[ "$dstatus" -ne 0 ] && [ "$dfailed" -eq 0 ] && dfailed=1
+cpassed=$((cpassed + dpassed))
+cfailed=$((cfailed + dfailed))
+
 # One closing line summing the harnesses: pg_regress ("All N tests
 # passed." / "M of N tests failed.") and prove ("Tests=N", "Failed M/N").
 read -r passed failed < <(awk '
@@ -59,4 +73,4 @@ failed=$((failed + cfailed))
 [ "$status" -ne 0 ] && [ "$failed" -eq 0 ] && failed=1
 echo
 echo "jobqueue tests: $passed passed, $failed failed"
-[ "$status" -eq 0 ] && [ "$failed" -eq 0 ] && [ "$cstatus" -eq 0 ]
+[ "$status" -eq 0 ] && [ "$failed" -eq 0 ] && [ "$cstatus" -eq 0 ] && [ "$dstatus" -eq 0 ]
