@@ -180,7 +180,7 @@ async function handle(req, res, ctx) {
     if (old) old.close('logged in again');
     const session = await sessions.login(user, password);
     send(res, 200, { user: session.user, csrf: session.csrf, privileges: session.privileges,
-      features: session.features, live: hub.mode },
+      features: session.features, live: hub.mode, poll_interval_ms: session.sampler.intervalMs },
     { 'Set-Cookie': sessions.cookieHeader(session, secure) });
     return;
   }
