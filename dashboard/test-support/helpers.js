@@ -135,7 +135,7 @@ class Agent {
 }
 
 // Wait until fn() returns something truthy (a condition, not a clock).
-async function waitFor(fn, what, tries = 200) {
+async function waitFor(fn, what, tries = 400) {
   for (let i = 0; i < tries; i++) {
     const v = await fn();
     if (v) return v;

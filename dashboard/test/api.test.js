@@ -73,14 +73,14 @@ test('an admin replays a dead job, and it is pending afterwards', opts, async ()
   await a.login('admin');
   const before = await a.get(`/api/jobs/${ids[0]}`);
   assert.equal(before.body.job.status, 'dead');
-  const r = await a.post(`/api/jobs/${ids[0]}/retry`);
+  const r = await a.post(`/api/jobs/${ids[0]}/retry`, { queue: q });
   assert.equal(r.status, 200, r.text);
   assert.equal(r.body.retried, true);
   const after = await a.get(`/api/jobs/${ids[0]}`);
   assert.equal(after.body.job.status, 'pending');
   const db = await h.sql('SELECT status::text, errors -> -1 ->> \'by\' AS by FROM jobqueue.jobs WHERE id = $1', [ids[0]]);
   assert.deepEqual(db[0], { status: 'pending', by: h.ROLES.admin[0] }, 'the replay ran as the logged-in role');
-  // the overview's shared copy of queue_stats catches up (the replay's wake-up names the queue)
+  // the overview's shared copy of queue_stats is read again for the queue named
   await h.waitFor(async () => {
     const row = (await a.get('/api/queues')).body.queues.find((x) => x.queue_name === q);
     return row && row.dead === 0 && row.ready === 1;
