@@ -30,7 +30,7 @@ const SQL = {
   completeAndClaim: jobsJson('jobqueue.jq_complete_and_claim($1, $2::bigint[], $3::bigint[], $4, $5, NULL, $6::jsonb[])'),
   completeMany: 'SELECT id FROM jobqueue.jq_complete_many($1::bigint[], $2::bigint[], $3::jsonb[]) AS id',
   fail:
-    'SELECT jobqueue.jq_fail($1, $2, $3, $4, retryable => $5, retry_in => $6::interval)::text AS status',
+    'SELECT jobqueue.jq_fail($1, $2, $3, $4, retryable => $5, retry_in => $6::interval, stack => $7)::text AS status',
   heartbeat:
     "SELECT pg_catalog.date_part('epoch', h - pg_catalog.now()) AS remaining " +
     'FROM jobqueue.jq_heartbeat($1, $2) AS h',
@@ -564,7 +564,7 @@ class Worker {
     const { job } = r.st;
     let res;
     try {
-      res = await this._conn.query(SQL.fail, [job.id, job.token, err.code, err.message, err.retryable, interval(err.retryIn)]);
+      res = await this._conn.query(SQL.fail, [job.id, job.token, err.code, err.message, err.retryable, interval(err.retryIn), err.stack]);
     } catch (e) {
       if (errorKind(e) !== 'data' || err.refused) throw e;
       this.log.warn(`job ${job.id}: the failure was refused (${e.message}); sending it without its options`);

@@ -4,7 +4,7 @@ const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const { Worker, PermanentError, RetryLater, classify, errorKind, Backoff } = require('..');
 const { wrapHandler } = require('../lib/tracing');
-const { enqueueParams, interval, runAtDate } = require('../lib/client');
+const { enqueueParams, policyArgs, interval, runAtDate } = require('../lib/client');
 const { cutBytes } = require('../lib/errors');
 
 test('errors are retryable by default', () => {
@@ -99,12 +99,16 @@ test('enqueue parameters', () => {
   const p = enqueueParams('emails', { to: 'a' }, { priority: 5, runAt: 60, maxAttempts: 2, idempotencyKey: 'k' });
   assert.deepEqual([p[0], p[1], p[2], p[4], p[5]], ['emails', '{"to":"a"}', 5, 2, 'k']);
   assert.ok(Math.abs(p[3].getTime() - (now + 60000)) < 5000);
-  assert.deepEqual(enqueueParams('q', 1).slice(2), [0, null, null, null]);
+  assert.deepEqual(enqueueParams('q', 1).slice(2), [0, null, null, null, null, null]);
+  assert.deepEqual(enqueueParams('q', 1, { dependsOn: [3, '4'], groupKey: 'g' }).slice(6), [['3', '4'], 'g']);
   assert.throws(() => enqueueParams('q', 1, { prio: 1 }), TypeError);
+  assert.throws(() => enqueueParams('q', 1, { dependsOn: 3 }), TypeError);
   const d = new Date('2030-01-01T00:00:00Z');
   assert.equal(runAtDate(d), d);
   assert.equal(interval(1.5), '1.5 seconds');
   assert.equal(interval(null), null);
+  assert.equal(interval(0), '0 seconds');
+  assert.equal(interval('5 minutes'), '5 minutes');
   assert.throws(() => interval(-1), TypeError);
 });
 
@@ -141,4 +145,20 @@ test('a worker without a server retries, and stops when told', async () => {
   await w.stop();
   assert.match(warnings[0], /connection failed at start/);
   assert.match(warnings[1], /connection lost/);
+});
+
+test('queue settings: every argument of jq_create_queue and jq_alter_queue, typed', () => {
+  const [args, params] = policyArgs('q', {
+    maxAttempts: 3, leaseDuration: 60, maxRuntime: '2 hours', backoffBase: 1.5, backoffMax: 60, retention: 0,
+    notifyFinished: true, groupConcurrency: 2, groupOrdered: false, fairness: 'round_robin', priorityAging: 30,
+    rateLimit: 2.5, rateBurst: 5,
+  }, false);
+  assert.equal(args, ', max_attempts => $2::int, lease_duration => $3::interval, max_runtime => $4::interval, ' +
+    'backoff_base => $5::interval, backoff_max => $6::interval, retention => $7::interval, notify_finished => $8::boolean, ' +
+    'group_concurrency => $9::int, group_ordered => $10::boolean, fairness => $11::text, priority_aging => $12::interval, ' +
+    'rate_limit => $13::float8, rate_burst => $14::int');
+  assert.deepEqual(params, ['q', 3, '60 seconds', '2 hours', '1.5 seconds', '60 seconds', '0 seconds', true, 2, false, 'round_robin', '30 seconds', 2.5, 5]);
+  assert.throws(() => policyArgs('q', { notify: false }, false), TypeError); // jq_alter_queue only
+  assert.deepEqual(policyArgs('q', { notify: false, rateLimit: null }, true), [', notify => $2::boolean', ['q', false]]);
+  assert.throws(() => policyArgs('q', { maxAttempt: 3 }, true), /unknown queue setting: maxAttempt/);
 });
