@@ -1,24 +1,50 @@
-"""Producer side: enqueue jobs, alone or inside the caller's transaction."""
+"""Producer and operator side: enqueue jobs (alone or inside the caller's
+transaction), manage queues and schedules, look at jobs and wait for them."""
 
+import dataclasses
 import datetime
+import select
 import threading
+import time
 
 import psycopg
 from psycopg.types.json import Jsonb
+
+from ._errors import JobNotFound
 
 # Every statement names the jobqueue functions with their schema, and only
 # jobqueue.jq_* functions are called: the extension does the work.
 _ENQUEUE = (
     "SELECT jobqueue.jq_enqueue(%s, %s, priority => %s, run_at => %s, "
-    "max_attempts => %s, idempotency_key => %s)"
+    "max_attempts => %s, idempotency_key => %s, depends_on => %s::bigint[], group_key => %s)"
 )
 _ENQUEUE_MANY = (
     "SELECT id FROM jobqueue.jq_enqueue_many(%s, %s::jsonb[], "
-    "priority => %s, run_at => %s) AS id"
+    "priority => %s, run_at => %s, depends_on => %s::bigint[], group_keys => %s::text[]) AS id"
 )
-_CREATE_QUEUE = "SELECT jobqueue.jq_create_queue(%s{args})"
-_QUEUE_POLICY = ("max_attempts", "lease_duration", "max_runtime", "backoff_base",
-                 "backoff_max", "retention")
+_JOB_COLUMNS = ("id, queue_name, status::text, attempt, max_attempts, priority, result, progress, "
+                "last_error_code, errors, created_at, available_at, started_at, finished_at, "
+                "waiting_for")
+_JOB = f"SELECT {_JOB_COLUMNS} FROM jobqueue.jq_job(%s)"
+_DEAD_JOBS = ("SELECT id FROM jobqueue.jq_jobs(%s, status => 'dead', max_jobs => %s) AS j "
+              "ORDER BY id DESC")
+_SCHEDULES = ("SELECT schedule_name, queue_name, cron, timezone, enabled, catch_up, priority, "
+              "next_run_at, last_run_at, last_job_id, created_at, payload "
+              "FROM jobqueue.jq_schedules()")
+FINISHED_CHANNEL = "jobqueue_finished"
+FINISHED = ("succeeded", "dead", "cancelled")
+
+# The arguments of jq_create_queue and jq_alter_queue, in their order, and
+# how each is sent: "interval" (seconds or a timedelta), or as it is.
+_QUEUE_ARGS = {
+    "max_attempts": None, "lease_duration": "interval", "max_runtime": "interval",
+    "backoff_base": "interval", "backoff_max": "interval", "retention": "interval",
+    "notify": None, "notify_finished": None, "group_concurrency": None,
+    "group_ordered": None, "fairness": None, "priority_aging": "interval",
+    "rate_limit": None, "rate_burst": None,
+}
+_CREATE_ONLY_NOT = {"notify"}     # jq_alter_queue only
+_SCHEDULE_OPTIONS = ("timezone", "priority", "catch_up", "enabled")
 
 
 def connect(dsn, **kwargs):
@@ -44,30 +70,89 @@ def _interval(value):
     raise TypeError(f"expected seconds or a timedelta, got {value!r}")
 
 
-def enqueue_args(queue, payload, priority=0, run_at=None, max_attempts=None,
-                 idempotency_key=None):
-    """The parameters of jq_enqueue for one job (run_at may be seconds from now)."""
+def _when(run_at):
+    """A datetime, or seconds from now, as a datetime; None stays None."""
     if isinstance(run_at, (int, float)) and not isinstance(run_at, bool):
-        run_at = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=run_at)
-    return (queue, Jsonb(payload), priority, run_at, max_attempts, idempotency_key)
+        return datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=run_at)
+    return run_at
+
+
+def _ids(depends_on):
+    if depends_on is None:
+        return None
+    if isinstance(depends_on, int):
+        return [depends_on]
+    return [int(i) for i in depends_on]
+
+
+def enqueue_args(queue, payload, priority=0, run_at=None, max_attempts=None,
+                 idempotency_key=None, depends_on=None, group_key=None):
+    """The parameters of jq_enqueue for one job (run_at may be seconds from now)."""
+    return (queue, Jsonb(payload), priority, _when(run_at), max_attempts, idempotency_key,
+            _ids(depends_on), group_key)
+
+
+@dataclasses.dataclass(frozen=True)
+class JobInfo:
+    """A job as jq_job returns it (job(), wait(), dead_jobs())."""
+    id: int
+    queue_name: str
+    status: str
+    attempt: int
+    max_attempts: int
+    priority: int
+    result: object
+    progress: object
+    last_error_code: str
+    errors: list
+    created_at: datetime.datetime
+    available_at: datetime.datetime
+    started_at: datetime.datetime
+    finished_at: datetime.datetime
+    waiting_for: list
+
+    @property
+    def finished(self):
+        """succeeded, dead or cancelled."""
+        return self.status in FINISHED
+
+
+@dataclasses.dataclass(frozen=True)
+class ScheduleInfo:
+    """A schedule as jq_schedules returns it."""
+    schedule_name: str
+    queue_name: str
+    cron: str
+    timezone: str
+    enabled: bool
+    catch_up: str
+    priority: int
+    next_run_at: datetime.datetime
+    last_run_at: datetime.datetime
+    last_job_id: int
+    created_at: datetime.datetime
+    payload: dict
 
 
 class Client:
-    """Enqueues jobs.
+    """The whole SQL API of jobqueue except the worker's own calls.
 
-    ``Client(dsn)`` opens one autocommit connection (lazily, thread-safe).
-    Pass ``conn=`` to ``enqueue``/``enqueue_many`` to enqueue in your own
-    transaction on your own connection: the job then exists if and only if
-    that transaction commits.
+    ``Client(dsn)`` opens one autocommit connection (lazily; calls from
+    several threads take turns on it).  Every method takes ``conn=``: the
+    call then runs on your connection, in your open transaction (an
+    enqueue, a cancel or a retry happens if and only if that transaction
+    commits).  ``listen_dsn``: a direct connection for ``wait`` when
+    ``dsn`` goes through a transaction pooler (default: dsn).
     """
 
-    def __init__(self, dsn=None, *, connect_kwargs=None):
+    def __init__(self, dsn=None, *, listen_dsn=None, connect_kwargs=None):
         self.dsn = dsn
+        self.listen_dsn = listen_dsn or dsn
         self._connect_kwargs = dict(connect_kwargs or {})
         self._conn = None
         self._lock = threading.Lock()
 
-    def _run(self, conn, sql, params):
+    def _run(self, conn, sql, params=()):
         if conn is not None:
             return conn.execute(sql, params).fetchall()
         if self.dsn is None:
@@ -77,38 +162,182 @@ class Client:
                 self._conn = connect(self.dsn, **self._connect_kwargs)
             try:
                 return self._conn.execute(sql, params).fetchall()
-            except psycopg.OperationalError:
-                # The connection is probably gone: open a new one next time.
-                self._conn.close()
+            except psycopg.Error:
+                if self._conn.broken:
+                    self._conn.close()      # open a new one next time
                 raise
 
-    def enqueue(self, queue, payload, *, priority=0, run_at=None, max_attempts=None,
-                idempotency_key=None, conn=None):
-        """Add one job; returns its id (the existing job's id for a known
-        idempotency_key).  run_at: a datetime, or seconds from now."""
-        rows = self._run(conn, _ENQUEUE, enqueue_args(
-            queue, payload, priority, run_at, max_attempts, idempotency_key))
-        return rows[0][0]
+    def _one(self, conn, sql, params=()):
+        rows = self._run(conn, sql, params)
+        return rows[0][0] if rows else None
 
-    def enqueue_many(self, queue, payloads, *, priority=0, run_at=None, conn=None):
-        """Add one job per payload in one statement; returns the ids in order."""
-        if isinstance(run_at, (int, float)) and not isinstance(run_at, bool):
-            run_at = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=run_at)
-        params = (queue, [Jsonb(p) for p in payloads], priority, run_at)
+    # -- producers ---------------------------------------------------------
+
+    def enqueue(self, queue, payload, *, priority=0, run_at=None, max_attempts=None,
+                idempotency_key=None, group_key=None, depends_on=None, conn=None):
+        """Add one job; returns its id (the existing job's id for a known
+        idempotency_key).  run_at: a datetime, or seconds from now.
+        depends_on: job ids (or one id) that must succeed first.
+        group_key: the job's group (ordering policies)."""
+        return self._one(conn, _ENQUEUE, enqueue_args(
+            queue, payload, priority, run_at, max_attempts, idempotency_key, depends_on,
+            group_key))
+
+    def enqueue_many(self, queue, payloads, *, priority=0, run_at=None, depends_on=None,
+                     group_keys=None, conn=None):
+        """Add one job per payload in one statement; returns the ids in
+        order.  priority, run_at and depends_on are the same for every job;
+        group_keys has one group key (or None) per payload."""
+        payloads = list(payloads)
+        if group_keys is not None:
+            group_keys = list(group_keys)
+            if len(group_keys) != len(payloads):
+                raise ValueError("group_keys: one per payload")
+        params = (queue, [Jsonb(p) for p in payloads], priority, _when(run_at),
+                  _ids(depends_on), group_keys)
         return [r[0] for r in self._run(conn, _ENQUEUE_MANY, params)]
 
-    def create_queue(self, queue, *, conn=None, **policy):
-        """jq_create_queue(queue, ...): max_attempts, and the intervals
-        lease_duration, max_runtime, backoff_base, backoff_max, retention as
-        seconds or timedeltas.  An existing queue is left as it is."""
-        unknown = set(policy) - set(_QUEUE_POLICY)
+    # -- queues ------------------------------------------------------------
+
+    def _queue_call(self, fn, queue, conn, policy, allowed):
+        unknown = set(policy) - allowed
         if unknown:
-            raise TypeError(f"unknown queue settings: {sorted(unknown)}")
-        names = [k for k in _QUEUE_POLICY if policy.get(k) is not None]
-        sql = _CREATE_QUEUE.format(args="".join(f", {k} => %s" for k in names))
-        params = [queue] + [policy[k] if k == "max_attempts" else _interval(policy[k])
+            raise TypeError(f"unknown queue settings for {fn}: {sorted(unknown)}")
+        names = [k for k in _QUEUE_ARGS if k in allowed and policy.get(k) is not None]
+        sql = f"SELECT jobqueue.{fn}(%s" + "".join(f", {k} => %s" for k in names) + ")"
+        params = [queue] + [_interval(policy[k]) if _QUEUE_ARGS[k] == "interval" else policy[k]
                             for k in names]
         self._run(conn, sql, params)
+
+    def create_queue(self, name, *, conn=None, **policy):
+        """jq_create_queue(name, ...), with any of its arguments:
+        max_attempts, lease_duration, max_runtime, backoff_base,
+        backoff_max, retention (intervals: seconds or timedeltas; retention
+        may be 0), notify_finished, group_concurrency, group_ordered,
+        fairness, priority_aging, rate_limit, rate_burst.  None (or not
+        given): the server's default.  An existing queue is left as it is."""
+        self._queue_call("jq_create_queue", name, conn, policy,
+                         set(_QUEUE_ARGS) - _CREATE_ONLY_NOT)
+
+    def alter_queue(self, name, *, conn=None, **policy):
+        """jq_alter_queue(name, ...): the settings given change (the
+        arguments of create_queue, and notify); None leaves one as it is;
+        group_concurrency=0, priority_aging=0, rate_limit=0 remove them."""
+        self._queue_call("jq_alter_queue", name, conn, policy, set(_QUEUE_ARGS))
+
+    def pause(self, queue, *, conn=None):
+        """jq_pause_queue: claims return nothing from the queue until resume."""
+        self._run(conn, "SELECT jobqueue.jq_pause_queue(%s)", (queue,))
+
+    def resume(self, queue, *, conn=None):
+        """jq_resume_queue (and a wake-up notification)."""
+        self._run(conn, "SELECT jobqueue.jq_resume_queue(%s)", (queue,))
+
+    # -- jobs --------------------------------------------------------------
+
+    def job(self, id, *, conn=None):
+        """The job (jq_job) as a JobInfo, or None for an unknown id."""
+        rows = self._run(conn, _JOB, (id,))
+        return JobInfo(*rows[0]) if rows else None
+
+    def cancel(self, id, *, conn=None):
+        """jq_cancel: True if the job was pending or running (now cancelled)."""
+        return self._one(conn, "SELECT jobqueue.jq_cancel(%s)", (id,))
+
+    def retry(self, id, run_at=None, *, conn=None):
+        """jq_retry: replays a dead or cancelled job (at run_at: a datetime
+        or seconds from now; None: now); True if it was replayed."""
+        return self._one(conn, "SELECT jobqueue.jq_retry(%s, %s)", (id, _when(run_at)))
+
+    def retry_dead(self, queue, error_code=None, max_jobs=100, *, conn=None):
+        """jq_retry_dead: replays up to max_jobs dead jobs of the queue (of
+        that last error code, if given), oldest first; returns how many."""
+        return self._one(conn, "SELECT jobqueue.jq_retry_dead(%s, %s, %s)",
+                         (queue, error_code, max_jobs))
+
+    def dead_jobs(self, queue, limit=100, *, conn=None):
+        """The queue's dead jobs (jq_jobs), newest first, at most limit,
+        as JobInfo (with their error histories)."""
+        ids = [r[0] for r in self._run(conn, _DEAD_JOBS, (queue, limit))]
+        if not ids:
+            return []
+        rows = self._run(conn, f"SELECT {_JOB_COLUMNS} FROM pg_catalog.unnest(%s::bigint[]) "
+                         "WITH ORDINALITY AS w(jid, n), LATERAL jobqueue.jq_job(w.jid) ORDER BY w.n",
+                         (ids,))
+        return [JobInfo(*r) for r in rows]
+
+    def wait(self, id, timeout=None, *, poll_interval=1.0):
+        """Wait until the job is finished (succeeded, dead or cancelled) and
+        return it (a JobInfo).  Listens on jobqueue_finished, where a queue
+        with notify_finished announces its finished jobs (the wait ends as
+        soon as the announcement comes), and looks again every
+        ``poll_interval`` seconds all the same (a queue without
+        notify_finished, or a lost notification).  Raises TimeoutError
+        after ``timeout`` seconds (None: no limit), JobNotFound for an
+        unknown id.  Uses a connection of its own (listen_dsn) while it
+        waits."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        conn = connect(self.listen_dsn, **self._connect_kwargs)
+        try:
+            conn.execute("LISTEN " + FINISHED_CHANNEL)       # 1. listen
+            prefix = f"{id} ".encode()
+            while True:
+                job = self.job(id, conn=conn)                # 2. look
+                if job is None:
+                    raise JobNotFound(f"no job {id}")
+                if job.finished:
+                    return job
+                end = time.monotonic() + poll_interval
+                if deadline is not None:
+                    if time.monotonic() >= deadline:
+                        raise TimeoutError(f"job {id} not finished after {timeout}s "
+                                           f"(status {job.status})")
+                    end = min(end, deadline)
+                self._wait_notification(conn, prefix, end)   # 3. wait
+        finally:
+            conn.close()
+
+    @staticmethod
+    def _wait_notification(conn, prefix, end):
+        """Until a notification on jobqueue_finished whose payload starts
+        with prefix, or the monotonic time end.  (psycopg 3.1's notifies()
+        has no timeout: select on the socket.)"""
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                return
+            r, _, _ = select.select([conn.fileno()], [], [], left)
+            if not r:
+                return
+            conn.pgconn.consume_input()
+            while True:
+                n = conn.pgconn.notifies()
+                if n is None:
+                    break
+                if n.relname.decode() == FINISHED_CHANNEL and n.extra.startswith(prefix):
+                    return
+
+    # -- schedules -----------------------------------------------------------
+
+    def schedule(self, name, queue, cron, payload=None, *, conn=None, **options):
+        """jq_schedule: create or replace the schedule; options: timezone,
+        priority, catch_up, enabled.  Returns its next run time."""
+        unknown = set(options) - set(_SCHEDULE_OPTIONS)
+        if unknown:
+            raise TypeError(f"unknown schedule options: {sorted(unknown)}")
+        names = [k for k in _SCHEDULE_OPTIONS if options.get(k) is not None]
+        sql = ("SELECT jobqueue.jq_schedule(%s, %s, %s, %s"
+               + "".join(f", {k} => %s" for k in names) + ")")
+        params = [name, queue, cron, Jsonb(payload if payload is not None else {})]
+        return self._one(conn, sql, params + [options[k] for k in names])
+
+    def unschedule(self, name, *, conn=None):
+        """jq_unschedule: True if there was a schedule of that name."""
+        return self._one(conn, "SELECT jobqueue.jq_unschedule(%s)", (name,))
+
+    def schedules(self, *, conn=None):
+        """Every schedule (jq_schedules), by name, as ScheduleInfo."""
+        return [ScheduleInfo(*r) for r in self._run(conn, _SCHEDULES)]
 
     def close(self):
         with self._lock:

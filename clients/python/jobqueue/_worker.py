@@ -1,4 +1,4 @@
-"""Consumer side: a worker for one queue.
+"""Consumer side: a worker for one or more queues.
 
 One thread (the caller's, in run()) owns the claim connection: it claims,
 completes, fails, heartbeats and releases.  ``concurrency`` handler threads
@@ -21,7 +21,7 @@ import psycopg
 
 from ._backoff import Backoff
 from ._client import connect
-from ._errors import classify
+from ._errors import classify, error_kind, fatal_error, stack_of
 
 log = logging.getLogger("jobqueue")
 
@@ -44,6 +44,14 @@ _COMPLETE_AND_CLAIM = _JOBS_JSON.format(
 _COMPLETE_MANY = ("SELECT id FROM jobqueue.jq_complete_many(%s::bigint[], %s::bigint[], "
                   "%s::jsonb[]) AS id")
 _FAIL = ("SELECT jobqueue.jq_fail(%s, %s, %s, %s, retryable => %s, retry_in => %s)::text")
+# jq_fail with the stack trace (jobqueue 1.4: the history entry's "stack").
+_FAIL_STACK = ("SELECT jobqueue.jq_fail(%s, %s, %s, %s, retryable => %s, retry_in => %s, "
+               "stack => %s)::text")
+_HAS_STACK = ("SELECT EXISTS (SELECT FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n "
+              "ON n.oid OPERATOR(pg_catalog.=) p.pronamespace "
+              "WHERE n.nspname OPERATOR(pg_catalog.=) 'jobqueue' "
+              "AND p.proname OPERATOR(pg_catalog.=) 'jq_fail' "
+              "AND 'stack' OPERATOR(pg_catalog.=) ANY (p.proargnames))")
 _HEARTBEAT = (
     "SELECT pg_catalog.date_part('epoch', h - pg_catalog.now()) "
     "FROM jobqueue.jq_heartbeat(%s, %s) AS h"
@@ -114,7 +122,9 @@ class Job:
 
 
 class Worker:
-    """Runs ``handler(job)`` for the jobs of one queue.
+    """Runs ``handler(job)`` for the jobs of a queue, or of several
+    (``queue`` a list of names; ``job.queue`` says which), over one claim
+    connection and one listener connection in all.
 
     A handler that returns completes the job (completions are sent in
     batches with jq_complete_many); one that raises fails it with jq_fail:
@@ -137,6 +147,12 @@ class Worker:
     flush_interval: results are sent at the latest this many seconds after
       the first of them is ready (sooner when batch_size of them are ready
       or every held job is finished), so completions go in batches.
+
+    Errors: a failure caused by one job's data (a result the server
+    refuses) fails that job; deadlocks, serialization failures, timeouts
+    and lost connections retry; errors no retry can fix (authentication,
+    an unknown database, the extension missing, an unknown queue) stop the
+    worker: run() raises jobqueue.FatalError.
     """
 
     def __init__(self, dsn, queue, handler, *, concurrency=4, batch_size=10,
@@ -148,7 +164,10 @@ class Worker:
         if not 0 < heartbeat_fraction < 1:
             raise ValueError("heartbeat_fraction must be between 0 and 1")
         self.dsn = dsn
-        self.queue = queue
+        self.queues = [queue] if isinstance(queue, str) else list(queue)
+        if not self.queues:
+            raise ValueError("no queue")
+        self.queue = self.queues[0]
         self.handler = handler
         self.concurrency = concurrency
         self.batch_size = batch_size
@@ -158,12 +177,12 @@ class Worker:
         self.heartbeat_fraction = heartbeat_fraction
         self.shutdown_timeout = shutdown_timeout
         self.flush_interval = flush_interval
-        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{queue}"
+        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{','.join(self.queues)}"[:256]
         self.handle_signals = handle_signals
         self.log = logger or log
         self._reconnect = (reconnect_base, reconnect_max)
         self.stats = collections.Counter(claimed=0, completed=0, failed=0, released=0,
-                                         fenced=0, heartbeats=0, lost=0)
+                                         fenced=0, heartbeats=0, lost=0, retried=0)
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._stop_at = None
@@ -173,8 +192,12 @@ class Worker:
         self._ready = queue_mod.SimpleQueue()   # claimed, not started
         self._held = {}               # id -> Job: claimed and not yet reported
         self._conn = None
-        self._claim_now = True        # a notification came, or the last claim was full
+        self._has_stack = False       # the server's jq_fail takes the stack trace
+        # Per queue: a notification came, or its last claim was full.
+        self._may_have = {q: True for q in self.queues}
+        self._turn = 0                # the queue to claim from first (rotates)
         self._next_poll = 0.0
+        self._fatal = None            # a FatalError that stops the worker
         self.running = threading.Event()
 
     # -- control ---------------------------------------------------------
@@ -201,8 +224,8 @@ class Worker:
                                             name="jobqueue-listener"))
         for t in threads:
             t.start()
-        self.log.info("worker %s: queue %s, concurrency %d, batch %d", self.owner,
-                      self.queue, self.concurrency, self.batch_size)
+        self.log.info("worker %s: queues %s, concurrency %d, batch %d", self.owner,
+                      ", ".join(self.queues), self.concurrency, self.batch_size)
         self.running.set()
         try:
             self._main_loop()
@@ -215,6 +238,8 @@ class Worker:
                 self._conn.close()
             self.running.clear()
             self.log.info("worker %s stopped: %s", self.owner, dict(self.stats))
+        if self._fatal is not None:
+            raise self._fatal
         return dict(self.stats)
 
     # -- handler threads -------------------------------------------------
@@ -262,9 +287,19 @@ class Worker:
                         n = conn.pgconn.notifies()
                         if n is None:
                             break
-                        if n.relname.decode() == CHANNEL and n.extra.decode() == self.queue:
-                            self._notified()
-            except (psycopg.Error, OSError, ValueError) as e:
+                        if n.relname.decode() == CHANNEL and n.extra.decode() in self._may_have:
+                            self._notified(n.extra.decode())
+            except psycopg.Error as e:
+                if error_kind(e, conn) == "fatal":
+                    self._fatal = fatal_error(e, "listener stopped")
+                    self.log.error("%s", self._fatal)
+                    self.stop()
+                    return
+                delay = backoff.next()
+                self.log.warning("listener connection lost (%s); reconnecting in %.1fs",
+                                 str(e).strip(), delay)
+                self._stop.wait(delay)
+            except (OSError, ValueError) as e:
                 delay = backoff.next()
                 self.log.warning("listener connection lost (%s); reconnecting in %.1fs",
                                  str(e).strip(), delay)
@@ -273,15 +308,33 @@ class Worker:
                 if conn is not None:
                     conn.close()
 
-    def _notified(self):
-        self._claim_now = True
+    def _notified(self, queue=None):
+        for q in ([queue] if queue is not None else self.queues):
+            self._may_have[q] = True
         self._wake.set()
+
+    @property
+    def _claim_now(self):
+        return any(self._may_have.values())
+
+    def _claim_queue(self):
+        """The next queue (in turn) that may have jobs, or None."""
+        n = len(self.queues)
+        for i in range(n):
+            q = self.queues[(self._turn + i) % n]
+            if self._may_have[q]:
+                self._turn = (self._turn + i + 1) % n
+                return q
+        return None
 
     # -- the main loop ----------------------------------------------------
 
     def _main_loop(self):
         backoff = Backoff(*self._reconnect)
+        retry = Backoff(*self._reconnect)     # transient errors, same connection
         while True:
+            if self._fatal is not None and self._stop_at is None:
+                self._stop.set()
             now = time.monotonic()
             if self._stop.is_set() and self._stop_at is None:
                 self._stop_at = now + self.shutdown_timeout
@@ -292,6 +345,7 @@ class Worker:
             try:
                 if self._conn is None or self._conn.closed:
                     self._conn = connect(self.dsn)
+                    self._has_stack = self._conn.execute(_HAS_STACK).fetchone()[0]
                     backoff.reset()
                 if self._flush_due(now):
                     self._flush_results(claim=self._stop_at is None)
@@ -305,7 +359,32 @@ class Worker:
                         return
                 else:
                     self._maybe_claim(now)
-            except (psycopg.OperationalError, psycopg.InterfaceError) as e:
+                retry.reset()
+            except psycopg.Error as e:
+                kind = error_kind(e, self._conn)
+                if kind in ("fatal", "data"):
+                    # A data error here is the worker's own argument (an
+                    # owner or a batch the server refuses): no retry fixes it.
+                    err = fatal_error(e, "stopped")
+                    self.log.error("%s; %d jobs held (their leases run out)", err,
+                                   len(self._held))
+                    for job in self._held.values():
+                        job._cancel("shutdown")
+                    raise err
+                if kind != "connection":
+                    delay = retry.next()
+                    (self.log.warning if kind == "transient" else self.log.error)(
+                        "call failed (%s, SQLSTATE %s); retrying in %.2fs", str(e).strip(),
+                        e.sqlstate, delay)
+                    self.stats["retried"] += 1
+                    self._check_deadlines(time.monotonic())
+                    self._stop.wait(delay) if self._stop_at is None else time.sleep(
+                        min(delay, max(0.0, self._stop_at - time.monotonic())))
+                    if self._stop_at is not None and time.monotonic() >= self._stop_at:
+                        for job in self._held.values():
+                            job._cancel("shutdown")
+                        return
+                    continue
                 if self._conn is not None:
                     self._conn.close()
                 self._conn = None
@@ -363,23 +442,33 @@ class Worker:
             return 0
         return max(0, min(self.batch_size, room))
 
-    def _maybe_claim(self, now):
-        if not self._claim_now and now < self._next_poll:
-            return
-        n = self._claim_size()
-        if n <= 0:
-            return
-        jobs = self._conn.execute(_CLAIM, (self.queue, n, self.owner)).fetchone()[0]
-        self._claimed(jobs, n)
+    def _poll_due(self, now):
+        """Every poll_interval, every queue may have jobs."""
+        if now >= self._next_poll:
+            self._next_poll = now + self.poll_interval
+            for q in self.queues:
+                self._may_have[q] = True
 
-    def _claimed(self, jobs, n):
-        """Take the jobs of a claim of n (jq_claim or jq_complete_and_claim):
-        jobs is the JSON text of _JOBS_JSON, or None when none came."""
-        self._claim_now = False
+    def _maybe_claim(self, now):
+        self._poll_due(now)
+        while True:
+            n = self._claim_size()
+            if n <= 0:
+                return
+            queue = self._claim_queue()
+            if queue is None:
+                return
+            jobs = self._conn.execute(_CLAIM, (queue, n, self.owner)).fetchone()[0]
+            self._claimed(jobs, n, queue)
+
+    def _claimed(self, jobs, n, queue):
+        """Take the jobs of a claim of n from queue (jq_claim or
+        jq_complete_and_claim): jobs is the JSON text of _JOBS_JSON, or
+        None when none came."""
+        self._may_have[queue] = False
         t = time.monotonic()
-        self._next_poll = t + self.poll_interval
         rows = json.loads(jobs) if jobs is not None else ()
-        queue, held, ready, frac = self.queue, self._held, self._ready, self.heartbeat_fraction
+        held, ready, frac = self._held, self._ready, self.heartbeat_fraction
         for id_, payload, attempt, token, expires, remaining in rows:
             job = Job(queue, id_, payload, attempt, token, expires)
             job._lease_len = lease = max(0.001, float(remaining))
@@ -391,7 +480,7 @@ class Worker:
         if rows:
             self.log.debug("claimed %d jobs", len(rows))
         if len(rows) == n:
-            self._claim_now = True   # there may be more
+            self._may_have[queue] = True   # there may be more
 
     def _flush_results(self, claim=False):
         """Send the results: failures with jq_fail, then the completions.
@@ -405,17 +494,18 @@ class Worker:
             failed = [r for r in results if r[1] is not None]
             for job, exc in failed:
                 code, message, retryable, retry_in = classify(exc)
-                status = self._conn.execute(
-                    _FAIL, (job.id, job.token, code, message, retryable, retry_in)).fetchone()[0]
+                status = self._fail(job, code, message, retryable, retry_in, stack_of(exc))
                 results.remove((job, exc))
                 self._held.pop(job.id, None)
                 if status is None:
                     self.stats["fenced"] += 1
-                    self.log.warning("job %d: failure refused (lease lost): %s", job.id, code)
+                    self.log.warning("job %d: failure refused (lease lost): %s", job.id, code,
+                                     exc_info=exc)
                 else:
                     self.stats["failed"] += 1
-                    self.log.info("job %d attempt %d failed (%s: %s): now %s", job.id,
-                                  job.attempt, code, message, status)
+                    self.log.warning("job %d (queue %s) attempt %d failed (%s: %s): now %s",
+                                     job.id, job.queue, job.attempt, code, message, status,
+                                     exc_info=exc)
             lost = [r for r in results if r[0].cancel_reason is not None]
             if lost:
                 self._complete_many(lost)
@@ -423,10 +513,13 @@ class Worker:
             if not results:
                 return
             n = 0
-            if claim and (self._claim_now or time.monotonic() >= self._next_poll):
+            queue = None
+            if claim:
+                self._poll_due(time.monotonic())
                 n = self._claim_size(len(results))
-            if n > 0:
-                self._complete_and_claim(results, n)
+                queue = self._claim_queue() if n > 0 else None
+            if queue is not None:
+                self._complete_and_claim(results, n, queue)
             else:
                 self._complete_many(results)
             results = []
@@ -452,8 +545,8 @@ class Worker:
         try:
             completed = {r[0] for r in self._conn.execute(
                 _COMPLETE_MANY, (ids, tokens, values)).fetchall()}
-        except psycopg.errors.ProgramLimitExceeded:
-            if len(results) == 1:
+        except psycopg.Error as e:
+            if len(results) == 1 or error_kind(e, self._conn) != "data":
                 raise
             self._complete_one_by_one(results)
             return
@@ -465,38 +558,66 @@ class Worker:
                 self.stats["fenced"] += 1
                 self.log.warning("job %d: completion refused (lease lost)", job.id)
 
-    def _complete_and_claim(self, results, n):
+    def _complete_and_claim(self, results, n, queue):
         """Complete these jobs and claim up to n more, in one call.  The
         call does not say which completions were refused (a job cancelled
         or reaped without the worker seeing it): all count as completed."""
         ids, tokens, values = self._completion_args(results)
         try:
             jobs = self._conn.execute(
-                _COMPLETE_AND_CLAIM, (self.queue, ids, tokens, n, self.owner, values)).fetchone()[0]
-        except psycopg.errors.ProgramLimitExceeded:
+                _COMPLETE_AND_CLAIM, (queue, ids, tokens, n, self.owner, values)).fetchone()[0]
+        except psycopg.Error as e:
+            if error_kind(e, self._conn) != "data":
+                raise
             self._complete_one_by_one(results)
             return
         for job, _ in results:
             self._held.pop(job.id, None)
         self.stats["completed"] += len(results)
-        self._claimed(jobs, n)
+        self._claimed(jobs, n, queue)
 
     def _complete_one_by_one(self, results):
-        """A result was larger than jobqueue.max_result_size (the call
-        failed and changed nothing): complete the jobs one at a time, and
-        fail the ones whose result is refused, permanently (the same
-        result would be refused at every attempt)."""
-        for r in results:
+        """The server refused a value of the batch (a result larger than
+        jobqueue.max_result_size, 54000, or one jsonb does not take:
+        NaN, Infinity, "\\u0000", 22P02/22P05); the call failed and changed
+        nothing.  Complete the jobs one at a time, and fail the ones whose
+        result is refused, permanently (the same result would be refused
+        at every attempt): RESULT_TOO_LARGE or RESULT_INVALID, with the
+        server's message.  The others complete."""
+        while results:
+            r = results[0]
             job = r[0]
             try:
                 self._complete_many([r])
-            except psycopg.errors.ProgramLimitExceeded as e:
-                status = self._conn.execute(
-                    _FAIL, (job.id, job.token, "RESULT_TOO_LARGE", str(e).strip(), False,
-                            None)).fetchone()[0]
+            except psycopg.Error as e:
+                if error_kind(e, self._conn) != "data":
+                    raise       # the rest are sent again after the retry
+                code = "RESULT_TOO_LARGE" if e.sqlstate == "54000" else "RESULT_INVALID"
+                message = f"{str(e).strip()} (SQLSTATE {e.sqlstate})"
+                status = self._fail(job, code, message, False, None, None)
                 self._held.pop(job.id, None)
                 self.stats["failed" if status is not None else "fenced"] += 1
-                self.log.warning("job %d: result too large; failed: %s", job.id, status)
+                self.log.warning("job %d: the server refused its result (%s); failed: %s",
+                                 job.id, message, status)
+            results.pop(0)
+
+    def _fail(self, job, code, message, retryable, retry_in, stack):
+        """jq_fail (with the stack trace where the server keeps it); the
+        job's new status, or None when fenced.  A failure whose text the
+        server refuses is sent again without it."""
+        try:
+            if self._has_stack:
+                return self._conn.execute(_FAIL_STACK, (job.id, job.token, code, message,
+                                                        retryable, retry_in, stack)).fetchone()[0]
+            return self._conn.execute(_FAIL, (job.id, job.token, code, message, retryable,
+                                              retry_in)).fetchone()[0]
+        except psycopg.Error as e:
+            if error_kind(e, self._conn) != "data":
+                raise
+            self.log.warning("job %d: the server refused its failure (%s); sending the code "
+                             "alone", job.id, str(e).strip())
+            return self._conn.execute(_FAIL, (job.id, job.token, code or "ERROR", None,
+                                              retryable, retry_in)).fetchone()[0]
 
     def _heartbeats(self, now):
         for job in list(self._held.values()):

@@ -149,9 +149,9 @@ def test_results_stored_and_completions_ride_on_the_claim(dsn, db, make_queue):
     calls = []
 
     class Counting(jobqueue.Worker):
-        def _complete_and_claim(self, results, n):
+        def _complete_and_claim(self, results, n, queue):
             calls.append((len(results), n))
-            return super()._complete_and_claim(results, n)
+            return super()._complete_and_claim(results, n, queue)
 
     def handler(job):
         n = job.payload["n"]

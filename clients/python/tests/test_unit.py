@@ -69,9 +69,11 @@ def test_backoff_doubles_up_to_cap_with_jitter():
 
 
 def test_enqueue_args():
-    q, payload, prio, run_at, max_attempts, key = enqueue_args(
-        "emails", {"to": "a"}, priority=5, run_at=60, max_attempts=2, idempotency_key="k")
-    assert (q, payload.obj, prio, max_attempts, key) == ("emails", {"to": "a"}, 5, 2, "k")
+    q, payload, prio, run_at, max_attempts, key, deps, group = enqueue_args(
+        "emails", {"to": "a"}, priority=5, run_at=60, max_attempts=2, idempotency_key="k",
+        depends_on=7, group_key="g")
+    assert (q, payload.obj, prio, max_attempts, key, deps, group) == (
+        "emails", {"to": "a"}, 5, 2, "k", [7], "g")
     delta = run_at - datetime.datetime.now(datetime.timezone.utc)
     assert 55 < delta.total_seconds() <= 60
     when = datetime.datetime(2030, 1, 1, tzinfo=datetime.timezone.utc)
@@ -90,6 +92,64 @@ def test_worker_arguments_checked():
 def test_create_queue_rejects_unknown_settings():
     with pytest.raises(TypeError):
         jobqueue.Client("dbname=x").create_queue("q", lease=3)
+    with pytest.raises(TypeError):      # jq_alter_queue's only
+        jobqueue.Client("dbname=x").create_queue("q", notify=False)
+    with pytest.raises(TypeError):
+        jobqueue.Client("dbname=x").schedule("s", "q", "* * * * *", every=3)
+
+
+def test_worker_of_several_queues():
+    w = jobqueue.Worker("dbname=x", ["a", "b"], print)
+    assert w.queues == ["a", "b"] and w.owner.endswith(":a,b")
+    assert [w._claim_queue(), w._claim_queue(), w._claim_queue()] == ["a", "b", "a"]
+    w._may_have["a"] = False
+    assert w._claim_queue() == "b"
+    w._may_have["b"] = False
+    assert w._claim_queue() is None
+    w._notified("a")
+    assert w._claim_queue() == "a"
+
+
+class _E(Exception):
+    pass
+
+
+def test_error_code_rule():
+    """The rule of every client: the code attribute if a non-empty string,
+    else the class name."""
+    e = _E("boom")
+    assert jobqueue.classify(e)[0] == "_E"
+    e.code = "HTTP_503"
+    assert jobqueue.classify(e)[0] == "HTTP_503"
+    e.code = ""
+    assert jobqueue.classify(e)[0] == "_E"
+    e.code = 503
+    assert jobqueue.classify(e)[0] == "_E"
+    assert jobqueue.classify(KeyError("x"))[0] == "KeyError"
+    assert jobqueue.classify(ValueError("a\x00b"))[1] == "ab"   # text takes no NUL
+
+
+def test_error_kinds():
+    import psycopg
+    from psycopg import errors
+    kind = jobqueue.error_kind
+    for e in (errors.DeadlockDetected(), errors.SerializationFailure(), errors.QueryCanceled(),
+              errors.LockNotAvailable()):
+        assert kind(e) == "transient"
+    assert kind(errors.InvalidTextRepresentation()) == "data"
+    assert kind(errors.UntranslatableCharacter()) == "data"
+    assert kind(errors.ProgramLimitExceeded()) == "data"
+    assert kind(errors.InvalidSchemaName()) == "fatal"
+    assert kind(errors.UndefinedFunction()) == "fatal"
+    assert kind(errors.InvalidPassword()) == "fatal"
+    assert kind(errors.AdminShutdown()) == "connection"
+    assert kind(psycopg.OperationalError(
+        'connection failed: FATAL:  password authentication failed for user "x"')) == "fatal"
+    assert kind(psycopg.OperationalError(
+        'connection failed: FATAL:  database "nope" does not exist')) == "fatal"
+    assert kind(psycopg.OperationalError("connection failed: Connection refused")) == "connection"
+    assert kind(psycopg.InterfaceError("the connection is closed")) == "connection"
+    assert kind(ValueError()) == "other"
 
 
 def test_job_cancel_sets_reason_once():
