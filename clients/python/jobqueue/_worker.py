@@ -21,7 +21,7 @@ import psycopg
 
 from ._backoff import Backoff
 from ._client import connect
-from ._errors import classify, error_kind, fatal_error, stack_of
+from ._errors import FatalError, classify, error_kind, fatal_error, stack_of
 
 log = logging.getLogger("jobqueue")
 
@@ -47,11 +47,13 @@ _FAIL = ("SELECT jobqueue.jq_fail(%s, %s, %s, %s, retryable => %s, retry_in => %
 # jq_fail with the stack trace (jobqueue 1.4: the history entry's "stack").
 _FAIL_STACK = ("SELECT jobqueue.jq_fail(%s, %s, %s, %s, retryable => %s, retry_in => %s, "
                "stack => %s)::text")
-_HAS_STACK = ("SELECT EXISTS (SELECT FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n "
-              "ON n.oid OPERATOR(pg_catalog.=) p.pronamespace "
-              "WHERE n.nspname OPERATOR(pg_catalog.=) 'jobqueue' "
-              "AND p.proname OPERATOR(pg_catalog.=) 'jq_fail' "
-              "AND 'stack' OPERATOR(pg_catalog.=) ANY (p.proargnames))")
+_CHECK = ("SELECT (SELECT extversion FROM pg_catalog.pg_extension "
+          "WHERE extname OPERATOR(pg_catalog.=) 'jobqueue'), "
+          "EXISTS (SELECT FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n "
+          "ON n.oid OPERATOR(pg_catalog.=) p.pronamespace "
+          "WHERE n.nspname OPERATOR(pg_catalog.=) 'jobqueue' "
+          "AND p.proname OPERATOR(pg_catalog.=) 'jq_fail' "
+          "AND 'stack' OPERATOR(pg_catalog.=) ANY (p.proargnames))")
 _HEARTBEAT = (
     "SELECT pg_catalog.date_part('epoch', h - pg_catalog.now()) "
     "FROM jobqueue.jq_heartbeat(%s, %s) AS h"
@@ -345,7 +347,7 @@ class Worker:
             try:
                 if self._conn is None or self._conn.closed:
                     self._conn = connect(self.dsn)
-                    self._has_stack = self._conn.execute(_HAS_STACK).fetchone()[0]
+                    self._check_server()
                     backoff.reset()
                 if self._flush_due(now):
                     self._flush_results(claim=self._stop_at is None)
@@ -403,6 +405,17 @@ class Worker:
                 continue
             self._check_deadlines(time.monotonic())
             self._wait(now)
+
+    def _check_server(self):
+        """After connecting: the extension is there (else FatalError), and
+        whether its jq_fail keeps stack traces."""
+        version, self._has_stack = self._conn.execute(_CHECK).fetchone()
+        if version is None:
+            db = self._conn.info.dbname
+            self._fatal = FatalError(
+                f'jobqueue worker stopped: extension "jobqueue" is not installed in database '
+                f'"{db}" (CREATE EXTENSION jobqueue)', "42704")
+            raise self._fatal
 
     def _flush_due(self, now):
         with self._lock:
