@@ -193,6 +193,33 @@ suite_node() {
 	fi
 	set -e
 	count node "$p" "$f"
+	node_install
+}
+
+# The install command of clients/node/README.md in a fresh application
+# directory, then the README's quick start in it, against the test server.
+# npm takes pg from its cache (filled by npm ci) or the registry.
+node_install() {
+	log "Node.js client: the README's install command in a fresh app, then its quick start"
+	local app=$cdir/node-app out
+	rm -rf "$app"
+	jq_owned_dir "$app"
+	cp "$dir/clients/node/examples/quickstart.js" "$app/"
+	set +e
+	out=$(run_as "$app" bash -c '
+		set -e
+		npm init -y >/dev/null
+		npm install --prefer-offline --no-audit --no-fund --loglevel=error "$(npm pack --silent "$JQ_NODE_DIR")"
+		test ! -L node_modules/jobqueue-client
+		JOBQUEUE_DSN="$JQ_TEST_DSN" node quickstart.js' 2>&1)
+	set -e
+	echo "$out"
+	if grep -q '^sent 3 e-mails$' <<<"$out"; then
+		count node-install 1 0
+	else
+		echo "the installed package did not run the quick start"
+		count node-install 0 1
+	fi
 }
 
 # --- Go ------------------------------------------------------------------
