@@ -6,6 +6,7 @@ package jobqueue
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -26,7 +27,13 @@ type Querier interface {
 // Client enqueues jobs through a small pool of connections.
 type Client struct {
 	Pool *pgxpool.Pool
+	q    Querier // set by In
 }
+
+// In returns a Client whose calls (Enqueue, EnqueueMany, Cancel, Retry,
+// RetryDead, Job, ...; not Wait) go through q, such as the caller's pgx.Tx:
+// they take effect if and only if that transaction commits.
+func (c *Client) In(q Querier) *Client { return &Client{Pool: c.Pool, q: q} }
 
 // EnqueueOptions are the options of jq_enqueue; the zero value means the
 // defaults.  Tx: enqueue in the caller's transaction (the job exists if
@@ -36,19 +43,49 @@ type EnqueueOptions struct {
 	RunAt          time.Time // zero: ready now
 	MaxAttempts    int       // 0: the queue's
 	IdempotencyKey string    // "": none
+	GroupKey       string    // "": none (Enqueue)
+	GroupKeys      []string  // EnqueueMany: one per payload ("": none), or nil
+	DependsOn      []int64   // the job(s) wait until these have succeeded
 	Tx             Querier
 }
 
-// QueuePolicy is the policy of jq_create_queue; zero fields take the
-// extension's defaults.
+// QueuePolicy is the policy of jq_create_queue and jq_alter_queue: every
+// argument of theirs.  A nil field is not sent (jq_create_queue: the
+// extension's default; jq_alter_queue: left as it is); a set field is sent
+// as it is, zero included: Retention: Duration(0) keeps no history,
+// AlterQueue's GroupConcurrency: Int(0) removes the limit.  Int, Duration,
+// Bool, Float and String make the pointers.
 type QueuePolicy struct {
-	MaxAttempts   int
-	LeaseDuration time.Duration
-	MaxRuntime    time.Duration
-	BackoffBase   time.Duration
-	BackoffMax    time.Duration
-	Retention     time.Duration
+	MaxAttempts      *int
+	LeaseDuration    *time.Duration
+	MaxRuntime       *time.Duration
+	BackoffBase      *time.Duration
+	BackoffMax       *time.Duration
+	Retention        *time.Duration
+	Notify           *bool // AlterQueue only: the wake-up notifications
+	NotifyFinished   *bool
+	GroupConcurrency *int
+	GroupOrdered     *bool
+	Fairness         *string // "priority" or "round_robin"
+	PriorityAging    *time.Duration
+	RateLimit        *float64 // jobs started per second
+	RateBurst        *int
 }
+
+// Int returns a pointer to v (for QueuePolicy).
+func Int(v int) *int { return &v }
+
+// Duration returns a pointer to d (for QueuePolicy).
+func Duration(d time.Duration) *time.Duration { return &d }
+
+// Bool returns a pointer to v (for QueuePolicy).
+func Bool(v bool) *bool { return &v }
+
+// Float returns a pointer to v (for QueuePolicy).
+func Float(v float64) *float64 { return &v }
+
+// String returns a pointer to v (for QueuePolicy).
+func String(v string) *string { return &v }
 
 // describeCache keeps pgx from creating named prepared statements: it
 // caches statement descriptions and runs every query as an unnamed
@@ -105,6 +142,9 @@ func (c *Client) db(opts *EnqueueOptions) Querier {
 	if opts != nil && opts.Tx != nil {
 		return opts.Tx
 	}
+	if c.q != nil {
+		return c.q
+	}
 	return c.Pool
 }
 
@@ -126,7 +166,8 @@ func EnqueueArgs(queue string, payload interface{}, opts *EnqueueOptions) ([]int
 		o = *opts
 	}
 	return []interface{}{queue, text, o.Priority, nullable(o.RunAt, o.RunAt.IsZero()),
-		nullable(o.MaxAttempts, o.MaxAttempts == 0), nullable(o.IdempotencyKey, o.IdempotencyKey == "")}, nil
+		nullable(o.MaxAttempts, o.MaxAttempts == 0), nullable(o.IdempotencyKey, o.IdempotencyKey == ""),
+		nullable(o.DependsOn, o.DependsOn == nil), nullable(o.GroupKey, o.GroupKey == "")}, nil
 }
 
 // Enqueue adds one job and returns its id (the existing job's id for a
@@ -139,12 +180,13 @@ func (c *Client) Enqueue(ctx context.Context, queue string, payload interface{},
 	var id int64
 	err = c.db(opts).QueryRow(ctx,
 		"SELECT jobqueue.jq_enqueue($1, $2::jsonb, priority => $3::int, run_at => $4::timestamptz, "+
-			"max_attempts => $5::int, idempotency_key => $6::text)", args...).Scan(&id)
+			"max_attempts => $5::int, idempotency_key => $6::text, depends_on => $7::bigint[], group_key => $8::text)",
+		args...).Scan(&id)
 	return id, err
 }
 
 // EnqueueMany adds one job per payload in one statement and returns the
-// ids in order (Priority and RunAt of opts apply to all).
+// ids in order (Priority, RunAt and DependsOn of opts apply to all; GroupKeys per job).
 func (c *Client) EnqueueMany(ctx context.Context, queue string, payloads []interface{}, opts *EnqueueOptions) ([]int64, error) {
 	texts := make([]string, len(payloads))
 	for i, p := range payloads {
@@ -158,9 +200,20 @@ func (c *Client) EnqueueMany(ctx context.Context, queue string, payloads []inter
 	if opts != nil {
 		o = *opts
 	}
+	var groups interface{}
+	if o.GroupKeys != nil {
+		keys := make([]*string, len(o.GroupKeys))
+		for i := range o.GroupKeys {
+			if o.GroupKeys[i] != "" {
+				keys[i] = &o.GroupKeys[i]
+			}
+		}
+		groups = keys
+	}
 	rows, err := c.db(opts).Query(ctx,
-		"SELECT id FROM jobqueue.jq_enqueue_many($1, $2::text[]::jsonb[], priority => $3::int, run_at => $4::timestamptz) AS id",
-		queue, texts, o.Priority, nullable(o.RunAt, o.RunAt.IsZero()))
+		"SELECT id FROM jobqueue.jq_enqueue_many($1, $2::text[]::jsonb[], priority => $3::int, run_at => $4::timestamptz, "+
+			"depends_on => $5::bigint[], group_keys => $6::text[]) AS id",
+		queue, texts, o.Priority, nullable(o.RunAt, o.RunAt.IsZero()), nullable(o.DependsOn, o.DependsOn == nil), groups)
 	if err != nil {
 		return nil, err
 	}
@@ -178,25 +231,60 @@ func (c *Client) EnqueueMany(ctx context.Context, queue string, payloads []inter
 
 // CreateQueue runs jq_create_queue; an existing queue is left as it is.
 func (c *Client) CreateQueue(ctx context.Context, queue string, p QueuePolicy) error {
+	if p.Notify != nil {
+		return errors.New("jobqueue: QueuePolicy.Notify applies to AlterQueue only")
+	}
+	return c.queueCall(ctx, "jq_create_queue", queue, p)
+}
+
+// AlterQueue runs jq_alter_queue: the fields set change, the others stay.
+func (c *Client) AlterQueue(ctx context.Context, queue string, p QueuePolicy) error {
+	return c.queueCall(ctx, "jq_alter_queue", queue, p)
+}
+
+func (c *Client) queueCall(ctx context.Context, fn, queue string, p QueuePolicy) error {
 	args := []interface{}{queue}
-	sql := "SELECT jobqueue.jq_create_queue($1"
+	sql := "SELECT jobqueue." + fn + "($1"
 	add := func(name string, v interface{}, cast string) {
 		args = append(args, v)
 		sql += fmt.Sprintf(", %s => $%d::%s", name, len(args), cast)
 	}
-	if p.MaxAttempts != 0 {
-		add("max_attempts", p.MaxAttempts, "int")
-	}
-	for _, iv := range []struct {
+	ints := []struct {
 		name string
-		d    time.Duration
-	}{{"lease_duration", p.LeaseDuration}, {"max_runtime", p.MaxRuntime}, {"backoff_base", p.BackoffBase},
-		{"backoff_max", p.BackoffMax}, {"retention", p.Retention}} {
-		if iv.d != 0 {
-			add(iv.name, seconds(iv.d), "interval")
+		v    *int
+	}{{"max_attempts", p.MaxAttempts}, {"group_concurrency", p.GroupConcurrency}, {"rate_burst", p.RateBurst}}
+	for _, iv := range ints {
+		if iv.v != nil {
+			add(iv.name, *iv.v, "int")
 		}
 	}
-	_, err := c.Pool.Exec(ctx, sql+")", args...)
+	durations := []struct {
+		name string
+		d    *time.Duration
+	}{{"lease_duration", p.LeaseDuration}, {"max_runtime", p.MaxRuntime}, {"backoff_base", p.BackoffBase},
+		{"backoff_max", p.BackoffMax}, {"retention", p.Retention}, {"priority_aging", p.PriorityAging}}
+	for _, iv := range durations {
+		if iv.d != nil {
+			add(iv.name, seconds(*iv.d), "interval")
+		}
+	}
+	bools := []struct {
+		name string
+		v    *bool
+	}{{"notify", p.Notify}, {"notify_finished", p.NotifyFinished}, {"group_ordered", p.GroupOrdered}}
+	for _, bv := range bools {
+		if bv.v != nil {
+			add(bv.name, *bv.v, "boolean")
+		}
+	}
+	if p.Fairness != nil {
+		add("fairness", *p.Fairness, "text")
+	}
+	if p.RateLimit != nil {
+		add("rate_limit", *p.RateLimit, "float8")
+	}
+	var ignored string
+	err := c.db(nil).QueryRow(ctx, sql+")::text", args...).Scan(&ignored)
 	return err
 }
 

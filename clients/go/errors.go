@@ -2,6 +2,9 @@ package jobqueue
 
 import (
 	"errors"
+	"fmt"
+	"reflect"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -38,7 +41,7 @@ func RetryIn(err error, delay time.Duration) error {
 }
 
 // Coded is implemented by errors that carry their own error code (stored in
-// the job's last_error_code); other errors are reported as "ERROR".
+// the job's last_error_code).  See ErrorCode for the rule.
 type Coded interface{ ErrorCode() string }
 
 type codedError struct {
@@ -58,19 +61,115 @@ func WithCode(err error, code string) error {
 	return &codedError{err, code}
 }
 
+// ErrorCode is the error code recorded for a handler's error, by the rule
+// all jobqueue clients share: the error's own code if it has a non-empty
+// one, else its type name.  In Go, walking the chain of err (errors.Unwrap)
+// from the outside in:
+//   - the first error with a method ErrorCode() string or Code() string, or
+//     a string field Code (a *pgconn.PgError gives its SQLSTATE), that is
+//     not empty, gives the code;
+//   - otherwise the dynamic type name, without package and "*", of the
+//     first error that is not a wrapper of this package (Permanent,
+//     RetryIn) nor of fmt.Errorf's %w: errors.New gives "errorString",
+//     &fs.PathError{...} "PathError", fmt.Errorf("open: %w", pathErr) also
+//     "PathError".
+//
+// A recovered panic is reported with the code of its value when that is an
+// error (a runtime error: "boundsError", ...), "panic" otherwise.
+func ErrorCode(err error) string {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if c := ownCode(e); c != "" {
+			return c
+		}
+	}
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		switch e.(type) {
+		case *permanentError, *retryInError, *panicError:
+			continue
+		}
+		name := typeName(e)
+		if (name == "wrapError" || name == "wrapErrors") && errors.Unwrap(e) != nil &&
+			reflect.TypeOf(e).Elem().PkgPath() == "fmt" {
+			continue
+		}
+		return name
+	}
+	return "error"
+}
+
+func ownCode(e error) string {
+	switch c := e.(type) {
+	case Coded:
+		return c.ErrorCode()
+	case interface{ Code() string }:
+		return c.Code()
+	}
+	v := reflect.ValueOf(e)
+	for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
+		if v.IsNil() {
+			return ""
+		}
+		v = v.Elem()
+	}
+	if v.Kind() == reflect.Struct {
+		if f := v.FieldByName("Code"); f.IsValid() && f.Kind() == reflect.String && f.CanInterface() {
+			return f.String()
+		}
+	}
+	return ""
+}
+
+func typeName(e error) string {
+	t := reflect.TypeOf(e)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if n := t.Name(); n != "" {
+		return n
+	}
+	return strings.TrimLeft(t.String(), "*")
+}
+
+// panicError is a recovered panic: its value and the stack where it
+// happened.
+type panicError struct {
+	value interface{}
+	stack []byte
+}
+
+func (e *panicError) Error() string { return fmt.Sprintf("panic: %v", e.value) }
+
+func (e *panicError) Unwrap() error {
+	if err, ok := e.value.(error); ok {
+		return err
+	}
+	return nil
+}
+
+func (e *panicError) ErrorCode() string {
+	if err, ok := e.value.(error); ok {
+		return ErrorCode(err)
+	}
+	return "panic"
+}
+
 // failure is what jq_fail gets for a handler's error.
 type failure struct {
 	code      string
 	message   string
 	retryable bool
 	retryIn   *time.Duration
+	stack     string
 }
 
+// maxStack bounds the stack trace a worker sends (the server trims it
+// too).
+const maxStack = 8192
+
 func classify(err error) failure {
-	f := failure{code: "ERROR", message: err.Error(), retryable: true}
-	var c Coded
-	if errors.As(err, &c) && c.ErrorCode() != "" {
-		f.code = cutBytes(c.ErrorCode(), 128)
+	f := failure{code: cutBytes(cleanText(ErrorCode(err)), 128), message: cleanText(err.Error()), retryable: true}
+	if f.code == "" {
+		f.code = "error"
 	}
 	var p *permanentError
 	if errors.As(err, &p) {
@@ -84,7 +183,43 @@ func classify(err error) failure {
 	if f.message == "" {
 		f.message = f.code
 	}
+	f.stack = cutBytes(cleanText(stackText(err)), maxStack)
 	return f
+}
+
+// stackText: for a panic, the stack of the goroutine where it happened;
+// for an error, its chain (type and message of each error, outermost
+// first) and, for errors that format themselves with "%+v" (such as
+// github.com/pkg/errors, which prints where the error was made), that.
+func stackText(err error) string {
+	var b strings.Builder
+	var pe *panicError
+	if errors.As(err, &pe) {
+		b.WriteString(err.Error())
+		b.WriteString("\n\n")
+		b.Write(pe.stack)
+		return b.String()
+	}
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		fmt.Fprintf(&b, "%T: %s\n", e, e.Error())
+		if _, ok := e.(fmt.Formatter); ok {
+			if s := fmt.Sprintf("%+v", e); s != e.Error() {
+				b.WriteString(s)
+				b.WriteString("\n")
+			}
+			break
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// cleanText makes s storable as PostgreSQL text: no NUL bytes (which text
+// refuses), valid UTF-8.
+func cleanText(s string) string {
+	if strings.IndexByte(s, 0) >= 0 {
+		s = strings.ReplaceAll(s, "\x00", "\\0")
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
 // cutBytes cuts s to at most max bytes on a UTF-8 character boundary.

@@ -39,14 +39,14 @@ func makeQueue(t *testing.T, c *Client, p QueuePolicy) string {
 	b := make([]byte, 5)
 	_, _ = rand.Read(b)
 	name := "go-" + hex.EncodeToString(b)
-	if p.LeaseDuration == 0 {
-		p.LeaseDuration = 2 * time.Second
+	if p.LeaseDuration == nil {
+		p.LeaseDuration = Duration(2 * time.Second)
 	}
-	if p.BackoffBase == 0 {
-		p.BackoffBase = 50 * time.Millisecond
+	if p.BackoffBase == nil {
+		p.BackoffBase = Duration(50 * time.Millisecond)
 	}
-	if p.BackoffMax == 0 {
-		p.BackoffMax = 200 * time.Millisecond
+	if p.BackoffMax == nil {
+		p.BackoffMax = Duration(200 * time.Millisecond)
 	}
 	if err := c.CreateQueue(context.Background(), name, p); err != nil {
 		t.Fatal(err)

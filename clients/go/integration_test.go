@@ -99,7 +99,7 @@ func TestWorkerDrains2000Jobs(t *testing.T) {
 	ctx := context.Background()
 	db := testDB(t)
 	c := newClient(t, dsn)
-	q := makeQueue(t, c, QueuePolicy{MaxAttempts: 5, LeaseDuration: 2 * time.Second})
+	q := makeQueue(t, c, QueuePolicy{MaxAttempts: Int(5), LeaseDuration: Duration(2 * time.Second)})
 	type payload struct {
 		N    int    `json:"n"`
 		Kind string `json:"kind"`
@@ -192,7 +192,7 @@ func TestWorkerDrains2000Jobs(t *testing.T) {
 		}
 	}
 	for _, id := range of["flaky"] {
-		check(id, "succeeded,2,ERROR,true")
+		check(id, "succeeded,2,errorString,true")
 	}
 	check(of["permanent"][0], "dead,1,BAD_PAYLOAD,false")
 	check(of["long"][0], "succeeded,1") // never reaped: no error at all
@@ -449,7 +449,7 @@ func TestSigtermReleasesUnfinishedJobs(t *testing.T) {
 	ctx := context.Background()
 	db := testDB(t)
 	c := newClient(t, dsn)
-	q := makeQueue(t, c, QueuePolicy{LeaseDuration: time.Minute}) // a release, not the reaper, must free them
+	q := makeQueue(t, c, QueuePolicy{LeaseDuration: Duration(time.Minute)}) // a release, not the reaper, must free them
 	quick := map[int64]bool{}
 	for i := 0; i < 2; i++ {
 		id, _ := c.Enqueue(ctx, q, map[string]float64{"sleep": 1.5}, &EnqueueOptions{Priority: 10})
@@ -506,7 +506,7 @@ func TestKilledWorkersJobsComeBack(t *testing.T) {
 	ctx := context.Background()
 	db := testDB(t)
 	c := newClient(t, dsn)
-	q := makeQueue(t, c, QueuePolicy{LeaseDuration: 2 * time.Second})
+	q := makeQueue(t, c, QueuePolicy{LeaseDuration: Duration(2 * time.Second)})
 	var ps []interface{}
 	for i := 0; i < 6; i++ {
 		ps = append(ps, map[string]float64{"sleep": 60})

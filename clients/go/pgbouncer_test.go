@@ -24,7 +24,7 @@ func TestThroughPgBouncer(t *testing.T) {
 	ctx := context.Background()
 	db := testDB(t)
 	c := newClient(t, bdsn)
-	q := makeQueue(t, c, QueuePolicy{LeaseDuration: 2 * time.Second, MaxAttempts: 2})
+	q := makeQueue(t, c, QueuePolicy{LeaseDuration: Duration(2 * time.Second), MaxAttempts: Int(2)})
 	cfg, _ := ConnConfig(bdsn)
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {

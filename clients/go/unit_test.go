@@ -4,15 +4,105 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgconn"
 )
 
 func TestClassifyRetryableByDefault(t *testing.T) {
 	f := classify(errors.New("bad thing"))
-	if f.code != "ERROR" || f.message != "bad thing" || !f.retryable || f.retryIn != nil {
+	if f.code != "errorString" || f.message != "bad thing" || !f.retryable || f.retryIn != nil ||
+		f.stack != "*errors.errorString: bad thing" {
 		t.Fatalf("got %+v", f)
+	}
+}
+
+type fieldCoded struct{ Code string }
+
+func (e *fieldCoded) Error() string { return "field " + e.Code }
+
+type methodCoded struct{}
+
+func (methodCoded) Error() string { return "method" }
+func (methodCoded) Code() string  { return "BY_METHOD" }
+
+// The rule all clients share: the error's own code if it has a non-empty
+// one, else its type name.
+func TestErrorCodeRule(t *testing.T) {
+	_, statErr := os.Stat("/no/such/file")
+	var arr []int
+	_, runtimeErr := func() (_ int, err error) {
+		defer func() { err = recover().(error) }()
+		return arr[1], nil
+	}()
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{errors.New("x"), "errorString"},
+		{statErr, "PathError"},
+		{fmt.Errorf("loading: %w", statErr), "PathError"},
+		{fmt.Errorf("loading: %v", statErr), "errorString"},
+		{Permanent(RetryIn(statErr, time.Second)), "PathError"},
+		{WithCode(statErr, "NO_CONFIG"), "NO_CONFIG"},
+		{fmt.Errorf("w: %w", WithCode(errors.New("x"), "INNER")), "INNER"},
+		{&fieldCoded{"23505"}, "23505"},
+		{&fieldCoded{""}, "fieldCoded"},
+		{&pgconn.PgError{Code: "40001"}, "40001"},
+		{methodCoded{}, "BY_METHOD"},
+		{&panicError{value: "boom"}, "panic"},
+		{&panicError{value: runtimeErr}, "boundsError"},
+		{context.DeadlineExceeded, "deadlineExceededError"},
+	} {
+		if got := ErrorCode(c.err); got != c.want {
+			t.Errorf("%#v: got %q, want %q", c.err, got, c.want)
+		}
+	}
+}
+
+// A panic's failure carries the stack of the goroutine that panicked; an
+// error's, its chain.  NUL bytes and invalid UTF-8 (which PostgreSQL's
+// text refuses) are replaced.
+func TestFailureStackAndText(t *testing.T) {
+	var err error
+	func() {
+		defer func() { err = &panicError{value: recover(), stack: debug.Stack()} }()
+		panicHere()
+	}()
+	f := classify(err)
+	if f.code != "panic" || f.message != "panic: at the disco" || !strings.Contains(f.stack, "jobqueue.panicHere") {
+		t.Fatalf("got %+v", f)
+	}
+	f = classify(fmt.Errorf("sending: %w", WithCode(errors.New("nul\x00 and \xff"), "X\x00")))
+	if f.message != "sending: nul\\0 and \uFFFD" || f.code != "X\\0" ||
+		f.stack != "*fmt.wrapError: sending: nul\\0 and \uFFFD\n*jobqueue.codedError: nul\\0 and \uFFFD\n*errors.errorString: nul\\0 and \uFFFD" {
+		t.Fatalf("got %+v", f)
+	}
+	if f := classify(errors.New(strings.Repeat("x", 20000))); len(f.stack) != maxStack {
+		t.Fatalf("stack of %d bytes", len(f.stack))
+	}
+}
+
+func panicHere() { panic("at the disco") }
+
+func TestClassifyDB(t *testing.T) {
+	for code, want := range map[string]errClass{
+		"40001": errTransient, "40P01": errTransient, "57014": errTransient, "55P03": errTransient, "53300": errTransient,
+		"08006": errConnection, "57P01": errConnection,
+		"22P05": errData, "22P02": errData, "54000": errData,
+		"28P01": errFatal, "28000": errFatal, "3D000": errFatal, "3F000": errFatal, "42883": errFatal, "42704": errFatal, "42501": errFatal,
+	} {
+		if got := classifyDB(fmt.Errorf("call: %w", &pgconn.PgError{Code: code})); got != want {
+			t.Errorf("%s: got %v, want %v", code, got, want)
+		}
+	}
+	if classifyDB(io.EOF) != errConnection {
+		t.Error("an error without SQLSTATE is a connection problem")
 	}
 }
 
@@ -76,7 +166,7 @@ func TestEnqueueArgs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(args) != fmt.Sprint([]interface{}{"emails", `{"n":1}`, 5, at, 2, "k"}) {
+	if fmt.Sprint(args) != fmt.Sprint([]interface{}{"emails", `{"n":1}`, 5, at, 2, "k", nil, nil}) {
 		t.Fatalf("got %v", args)
 	}
 	args, _ = EnqueueArgs("q", []byte(`{"raw":true}`), nil)

@@ -9,6 +9,7 @@ import (
 	"math/rand"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,6 +43,14 @@ const (
 	sqlCompleteMany = "SELECT id FROM jobqueue.jq_complete_many($1::bigint[], $2::bigint[], $3::text[]::jsonb[]) AS id"
 	sqlFail         = "SELECT jobqueue.jq_fail($1::bigint, $2::bigint, $3, $4, retryable => $5::boolean, " +
 		"retry_in => $6::interval)::text"
+	// Since 1.4 jq_fail keeps a stack trace in the error history entry.
+	sqlFailStack = "SELECT jobqueue.jq_fail($1::bigint, $2::bigint, $3, $4, retryable => $5::boolean, " +
+		"retry_in => $6::interval, stack => $7::text)::text"
+	// What the worker checks when it connects: the extension is there, and
+	// whether its jq_fail takes a stack trace.
+	sqlCheckExtension = "SELECT EXISTS (SELECT FROM pg_catalog.pg_proc p WHERE p.pronamespace = e.extnamespace " +
+		"AND p.proname OPERATOR(pg_catalog.=) 'jq_fail' AND 'stack' OPERATOR(pg_catalog.=) ANY (p.proargnames)) " +
+		"FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'jobqueue'"
 	sqlHeartbeat = "SELECT pg_catalog.date_part('epoch', h - pg_catalog.now()) " +
 		"FROM jobqueue.jq_heartbeat($1::bigint, $2::bigint) AS h"
 	sqlRelease = "SELECT jobqueue.jq_release($1::bigint, $2::bigint)"
@@ -99,7 +108,8 @@ type Handler func(ctx context.Context, job *Job) error
 
 // WorkerOptions configure a Worker; zero fields take the defaults.
 type WorkerOptions struct {
-	Queue             string
+	Queue             string   // the queue to serve ...
+	Queues            []string // ... or several (with Queue, if set, first): claims take turns among them
 	Handler           Handler
 	Concurrency       int           // handlers running at once (default 4)
 	BatchSize         int           // jobs per jq_claim (default 10)
@@ -113,19 +123,26 @@ type WorkerOptions struct {
 	ReconnectBase     time.Duration // first reconnect delay (default 100 ms), doubling ...
 	ReconnectMax      time.Duration // ... up to this (default 10 s)
 	HandleSignals     bool          // SIGTERM and SIGINT stop Run gracefully
-	Logger            *log.Logger   // default: standard error, prefix "jobqueue: "
+	Logger            *log.Logger   // default: standard error, prefix "jobqueue: "; handler failures are logged with "WARNING: "
 }
 
 // Stats are the worker's counters.
 type Stats struct {
 	Claimed, Completed, Failed, Released, Fenced, Heartbeats, Lost int64
+	// Retried: calls sent again after a transient error (serialization
+	// failure, deadlock, statement timeout, lock timeout).
+	Retried int64
 }
 
 // Worker runs a handler for the jobs of one queue.
 type Worker struct {
-	dsn  string
-	opts WorkerOptions
-	log  *log.Logger
+	dsn    string
+	opts   WorkerOptions
+	queues []string
+	log    *log.Logger
+
+	fatalOnce sync.Once
+	fatal     error // set by the listener: an error no retry fixes
 
 	mu    sync.Mutex
 	stats Stats
@@ -133,6 +150,10 @@ type Worker struct {
 	stopOnce sync.Once
 	stopCh   chan struct{}
 	notifyCh chan struct{}
+	// The queues named by notifications since the main loop last looked.
+	notifyMu  sync.Mutex
+	notifyQs  []string
+	notifyAll bool
 
 	// The handlers: Concurrency goroutines take claimed jobs from readyCh
 	// and put their results in resBuf; they wake the main loop (wakeCh)
@@ -164,8 +185,16 @@ type result struct {
 
 // NewWorker checks the options; Run does the work.
 func NewWorker(dsn string, opts WorkerOptions) (*Worker, error) {
-	if opts.Queue == "" || opts.Handler == nil {
-		return nil, errors.New("jobqueue: Queue and Handler are required")
+	var queues []string
+	seen := map[string]bool{}
+	for _, q := range append([]string{opts.Queue}, opts.Queues...) {
+		if q != "" && !seen[q] {
+			seen[q] = true
+			queues = append(queues, q)
+		}
+	}
+	if len(queues) == 0 || opts.Handler == nil {
+		return nil, errors.New("jobqueue: a queue (Queue or Queues) and Handler are required")
 	}
 	if opts.Concurrency == 0 {
 		opts.Concurrency = 4
@@ -202,13 +231,13 @@ func NewWorker(dsn string, opts WorkerOptions) (*Worker, error) {
 	}
 	if opts.Owner == "" {
 		host, _ := os.Hostname()
-		opts.Owner = fmt.Sprintf("%s:%d:%s", host, os.Getpid(), opts.Queue)
+		opts.Owner = cutBytes(fmt.Sprintf("%s:%d:%s", host, os.Getpid(), strings.Join(queues, ",")), 256)
 	}
 	l := opts.Logger
 	if l == nil {
 		l = log.New(os.Stderr, "jobqueue: ", log.LstdFlags)
 	}
-	return &Worker{dsn: dsn, opts: opts, log: l, stopCh: make(chan struct{}),
+	return &Worker{dsn: dsn, opts: opts, queues: queues, log: l, stopCh: make(chan struct{}),
 		notifyCh: make(chan struct{}, 1), wakeCh: make(chan struct{}, 1), wakeAt: 1,
 		readyCh: make(chan *held, opts.Concurrency+opts.BatchSize)}, nil
 }
@@ -244,13 +273,19 @@ func (w *Worker) connect(ctx context.Context, dsn string) (*pgx.Conn, error) {
 	return pgx.ConnectConfig(ctx, cfg)
 }
 
-// isConnError: reconnect, as opposed to an SQL error.
-func isConnError(err error, conn *pgx.Conn) bool {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		return strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "57P0")
-	}
-	return true
+// Queues are the queues the worker serves.
+func (w *Worker) Queues() []string { return append([]string(nil), w.queues...) }
+
+// stopFatal: an error no retry fixes, found outside the main loop (the
+// listener's connection); the worker shuts down and Run returns it.
+func (w *Worker) stopFatal(err error) {
+	w.fatalOnce.Do(func() {
+		w.mu.Lock()
+		w.fatal = fatalError(err, w.queues)
+		w.mu.Unlock()
+		w.log.Printf("ERROR: %v", w.fatal)
+		w.Stop()
+	})
 }
 
 // Run works until ctx is cancelled or Stop is called, then shuts down:
@@ -278,7 +313,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); w.listenLoop(listenCtx) }()
 	}
-	w.log.Printf("worker %s: queue %s, concurrency %d, batch %d", w.opts.Owner, w.opts.Queue,
+	w.log.Printf("worker %s: queue %s, concurrency %d, batch %d", w.opts.Owner, strings.Join(w.queues, ", "),
 		w.opts.Concurrency, w.opts.BatchSize)
 	for i := 0; i < w.opts.Concurrency; i++ {
 		go w.handlerLoop()
@@ -289,6 +324,11 @@ func (w *Worker) Run(ctx context.Context) error {
 	close(w.readyCh)
 	stopListen()
 	wg.Wait()
+	w.mu.Lock()
+	if err == nil {
+		err = w.fatal
+	}
+	w.mu.Unlock()
 	w.log.Printf("worker %s stopped: %+v", w.opts.Owner, w.Stats())
 	return err
 }
@@ -297,19 +337,23 @@ func (w *Worker) listenLoop(ctx context.Context) {
 	b := w.newBackoff()
 	for ctx.Err() == nil {
 		conn, err := w.connect(ctx, w.opts.ListenDSN)
+		if err != nil && ctx.Err() == nil && classifyDB(err) == errFatal {
+			w.stopFatal(err)
+			return
+		}
 		if err == nil {
 			_, err = conn.Exec(ctx, "LISTEN "+Channel)
 			if err == nil {
 				b.reset()
-				w.notified() // anything sent while nobody listened
+				w.notified("") // anything sent while nobody listened
 				for {
 					var n *pgconn.Notification
 					n, err = conn.WaitForNotification(ctx)
 					if err != nil {
 						break
 					}
-					if n.Channel == Channel && n.Payload == w.opts.Queue {
-						w.notified()
+					if n.Channel == Channel && w.serves(n.Payload) {
+						w.notified(n.Payload)
 					}
 				}
 			}
@@ -327,7 +371,25 @@ func (w *Worker) listenLoop(ctx context.Context) {
 	}
 }
 
-func (w *Worker) notified() {
+func (w *Worker) serves(queue string) bool {
+	for _, q := range w.queues {
+		if q == queue {
+			return true
+		}
+	}
+	return false
+}
+
+// notified: a notification named queue ("": maybe every queue); the main
+// loop claims from it.
+func (w *Worker) notified(queue string) {
+	w.notifyMu.Lock()
+	if queue == "" {
+		w.notifyAll = true
+	} else {
+		w.notifyQs = append(w.notifyQs, queue)
+	}
+	w.notifyMu.Unlock()
 	select {
 	case w.notifyCh <- struct{}{}:
 	default:
@@ -341,8 +403,10 @@ type loop struct {
 	ready    []*held // taken back from readyCh at the shutdown, to be released
 	pending  []result
 	firstRes time.Time // when the oldest pending result came
-	claimNow bool
+	want     []bool    // per queue: it may have jobs to claim
+	next     int       // the queue whose turn it is
 	nextPoll time.Time
+	canStack bool // jq_fail takes a stack trace (1.4)
 	stopAt   time.Time
 	// The earliest heartbeat or lease deadline of the held jobs, or
 	// earlier (a job that left makes it early, never late): the held jobs
@@ -355,7 +419,8 @@ func dbCtx() (context.Context, context.CancelFunc) {
 }
 
 func (w *Worker) mainLoop() error {
-	st := &loop{held: map[int64]*held{}, claimNow: true}
+	st := &loop{held: map[int64]*held{}, want: make([]bool, len(w.queues))}
+	st.wantAll()
 	b := w.newBackoff()
 	stopping := false
 	for {
@@ -381,15 +446,23 @@ func (w *Worker) mainLoop() error {
 			return nil
 		}
 		if err != nil {
-			if !isConnError(err, st.conn) {
-				w.log.Printf("worker stopped by an error: %v", err)
+			class := classifyDB(err)
+			if class == errFatal || class == errData {
+				err = fatalError(err, w.queues)
+				w.log.Printf("ERROR: %v", err)
 				w.abandon(st, "shutdown")
 				w.closeConn(st)
 				return err
 			}
-			w.closeConn(st)
 			d := b.next()
-			w.log.Printf("connection lost (%v); %d jobs held; reconnecting in %v", err, len(st.held), d.Round(time.Millisecond))
+			if class == errTransient && st.conn != nil && !st.conn.IsClosed() {
+				// Rolled back, nothing changed: the same call again.
+				w.count(func(s *Stats) { s.Retried++ })
+				w.log.Printf("a call was rolled back (%v); %d jobs held; sending again in %v", err, len(st.held), d.Round(time.Millisecond))
+			} else {
+				w.closeConn(st)
+				w.log.Printf("connection lost (%v); %d jobs held; reconnecting in %v", err, len(st.held), d.Round(time.Millisecond))
+			}
 			w.checkDeadlines(st, time.Now())
 			if !st.stopAt.IsZero() {
 				if time.Now().After(st.stopAt) {
@@ -410,7 +483,7 @@ func (w *Worker) mainLoop() error {
 		if w.flushDue(st, time.Now()) {
 			continue
 		}
-		if st.claimNow && st.stopAt.IsZero() && w.claimSize(st, 0) > 0 {
+		if st.anyWant() && st.stopAt.IsZero() && w.claimSize(st, 0) > 0 {
 			continue
 		}
 		until := st.nextPoll
@@ -446,12 +519,58 @@ func (w *Worker) wait(st *loop, d time.Duration, stopping bool) bool {
 	case <-w.wakeCh:
 		w.takeResults(st)
 	case <-w.notifyCh:
-		st.claimNow = true
+		w.takeNotifications(st)
 	case <-stopCh:
 		return true
 	case <-t.C:
 	}
 	return stopping
+}
+
+func (st *loop) wantAll() {
+	for i := range st.want {
+		st.want[i] = true
+	}
+}
+
+func (st *loop) anyWant() bool {
+	for _, v := range st.want {
+		if v {
+			return true
+		}
+	}
+	return false
+}
+
+// pick: the next queue (in turn) that may have jobs; -1 if none.  When the
+// poll interval has passed, every queue may.
+func (st *loop) pick(now time.Time) int {
+	if !now.Before(st.nextPoll) {
+		st.wantAll()
+	}
+	for k := range st.want {
+		if i := (st.next + k) % len(st.want); st.want[i] {
+			return i
+		}
+	}
+	return -1
+}
+
+// takeNotifications: the queues named by notifications may have jobs.
+func (w *Worker) takeNotifications(st *loop) {
+	w.notifyMu.Lock()
+	if w.notifyAll {
+		st.wantAll()
+	}
+	for _, q := range w.notifyQs {
+		for i, name := range w.queues {
+			if name == q {
+				st.want[i] = true
+			}
+		}
+	}
+	w.notifyQs, w.notifyAll = w.notifyQs[:0], false
+	w.notifyMu.Unlock()
 }
 
 func (w *Worker) closeConn(st *loop) {
@@ -493,7 +612,7 @@ func (w *Worker) handlerLoop() {
 		func() {
 			defer func() {
 				if p := recover(); p != nil {
-					err = fmt.Errorf("panic: %v", p)
+					err = &panicError{value: p, stack: debug.Stack()}
 				}
 			}()
 			err = w.opts.Handler(h.ctx, h.job)
@@ -552,6 +671,12 @@ func (w *Worker) step(st *loop, now time.Time) (done bool, err error) {
 	if st.conn == nil || st.conn.IsClosed() {
 		ctx, cancel := dbCtx()
 		st.conn, err = w.connect(ctx, w.dsn)
+		if err == nil {
+			err = w.checkExtension(ctx, st)
+			if err != nil {
+				st.conn.Close(context.Background())
+			}
+		}
 		cancel()
 		if err != nil {
 			st.conn = nil
@@ -608,8 +733,19 @@ func (w *Worker) step(st *loop, now time.Time) (done bool, err error) {
 	return false, nil
 }
 
+// checkExtension: the database has the extension (else an error no retry
+// fixes), and whether its jq_fail takes a stack trace.
+func (w *Worker) checkExtension(ctx context.Context, st *loop) error {
+	err := st.conn.QueryRow(ctx, sqlCheckExtension).Scan(&st.canStack)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return errNoExtension
+	}
+	return err
+}
+
 func (w *Worker) claim(st *loop, now time.Time) error {
-	if !st.claimNow && now.Before(st.nextPoll) {
+	qi := st.pick(now)
+	if qi < 0 {
 		return nil
 	}
 	n := w.claimSize(st, 0)
@@ -619,18 +755,19 @@ func (w *Worker) claim(st *loop, now time.Time) error {
 	ctx, cancel := dbCtx()
 	defer cancel()
 	var jobs []byte
-	if err := st.conn.QueryRow(ctx, sqlClaim, w.opts.Queue, n, w.opts.Owner).Scan(&jobs); err != nil {
+	if err := st.conn.QueryRow(ctx, sqlClaim, w.queues[qi], n, w.opts.Owner).Scan(&jobs); err != nil {
 		// A claim that failed (also in its commit) claimed nothing.
 		return err
 	}
-	return w.claimed(st, jobs, n)
+	return w.claimed(st, qi, jobs, n)
 }
 
-// claimed takes the jobs of a claim of n (jq_claim or
+// claimed takes the jobs of a claim of n from queue qi (jq_claim or
 // jq_complete_and_claim): jobs is the JSON text of sqlJobsJSON, nil when
 // none came.
-func (w *Worker) claimed(st *loop, jobs []byte, n int) error {
-	st.claimNow = false
+func (w *Worker) claimed(st *loop, qi int, jobs []byte, n int) error {
+	st.want[qi] = false
+	st.next = (qi + 1) % len(w.queues)
 	var rows [][6][]byte
 	if jobs != nil {
 		var err error
@@ -641,7 +778,7 @@ func (w *Worker) claimed(st *loop, jobs []byte, n int) error {
 	now := time.Now()
 	claimed := make([]*held, 0, len(rows))
 	for i := range rows {
-		j, lease, err := parseJob(w.opts.Queue, &rows[i])
+		j, lease, err := parseJob(w.queues[qi], &rows[i])
 		if err != nil {
 			return fmt.Errorf("jobqueue: the jobs of a claim: %w", err)
 		}
@@ -665,7 +802,7 @@ func (w *Worker) claimed(st *loop, jobs []byte, n int) error {
 	}
 	w.count(func(s *Stats) { s.Claimed += int64(len(claimed)) })
 	if len(claimed) == n {
-		st.claimNow = true
+		st.want[qi] = true
 	}
 	return nil
 }
@@ -702,25 +839,14 @@ func (w *Worker) flush(st *loop, claim bool) error {
 			continue
 		}
 		f := classify(r.err)
-		var retryIn interface{}
-		if f.retryIn != nil {
-			retryIn = seconds(*f.retryIn)
-		}
-		var status *string
-		if err := st.conn.QueryRow(ctx, sqlFail, r.h.job.ID, r.h.job.Token, f.code, f.message,
-			f.retryable, retryIn).Scan(&status); err != nil {
+		status, err := w.fail(ctx, st, r.h, f)
+		if err != nil {
 			st.pending = append(append(ok, lost...), st.pending...)
 			return err
 		}
 		st.pending = st.pending[1:]
 		w.finished(st, r)
-		if status == nil {
-			w.count(func(s *Stats) { s.Fenced++ })
-			w.log.Printf("job %d: failure refused (lease lost): %s", r.h.job.ID, f.code)
-		} else {
-			w.count(func(s *Stats) { s.Failed++ })
-			w.log.Printf("job %d attempt %d failed (%s: %s): now %s", r.h.job.ID, r.h.job.Attempt, f.code, f.message, *status)
-		}
+		w.logFailure(r.h.job, f, status)
 	}
 	if len(lost) > 0 {
 		if err := w.completeMany(ctx, st, lost); err != nil {
@@ -731,20 +857,65 @@ func (w *Worker) flush(st *loop, claim bool) error {
 	if len(ok) == 0 {
 		return nil
 	}
-	n := 0
-	if claim && (st.claimNow || !time.Now().Before(st.nextPoll)) {
-		n = w.claimSize(st, len(ok))
+	n, qi := 0, -1
+	if claim {
+		if qi = st.pick(time.Now()); qi >= 0 {
+			n = w.claimSize(st, len(ok))
+		}
 	}
 	var err error
 	if n > 0 {
-		err = w.completeAndClaim(ctx, st, ok, n)
+		err = w.completeAndClaim(ctx, st, ok, qi, n)
 	} else {
 		err = w.completeMany(ctx, st, ok)
 	}
 	if err != nil {
-		st.pending = ok // not sent: for the next connection
+		// Not sent: again, on this or the next connection (except those
+		// already finished one at a time).
+		st.pending = st.pending[:0]
+		for _, r := range ok {
+			if st.held[r.h.job.ID] == r.h {
+				st.pending = append(st.pending, r)
+			}
+		}
 	}
 	return err
+}
+
+// fail sends jq_fail for a handler's failure; the new status, nil when
+// refused (the lease was lost).
+func (w *Worker) fail(ctx context.Context, st *loop, h *held, f failure) (*string, error) {
+	var retryIn interface{}
+	if f.retryIn != nil {
+		retryIn = seconds(*f.retryIn)
+	}
+	var status *string
+	var err error
+	if st.canStack {
+		var stack interface{}
+		if f.stack != "" {
+			stack = f.stack
+		}
+		err = st.conn.QueryRow(ctx, sqlFailStack, h.job.ID, h.job.Token, f.code, f.message,
+			f.retryable, retryIn, stack).Scan(&status)
+	} else {
+		err = st.conn.QueryRow(ctx, sqlFail, h.job.ID, h.job.Token, f.code, f.message,
+			f.retryable, retryIn).Scan(&status)
+	}
+	return status, err
+}
+
+// logFailure: a handler's failure, at WARNING, with its stack trace.
+func (w *Worker) logFailure(j *Job, f failure, status *string) {
+	if status == nil {
+		w.count(func(s *Stats) { s.Fenced++ })
+		w.log.Printf("WARNING: job %d (queue %s) attempt %d failed (%s: %s); the failure was refused (lease lost)\n%s",
+			j.ID, j.Queue, j.Attempt, f.code, f.message, f.stack)
+		return
+	}
+	w.count(func(s *Stats) { s.Failed++ })
+	w.log.Printf("WARNING: job %d (queue %s) attempt %d failed (%s: %s): now %s\n%s",
+		j.ID, j.Queue, j.Attempt, f.code, f.message, *status, f.stack)
 }
 
 func (w *Worker) finished(st *loop, r result) {
@@ -774,9 +945,11 @@ func completionArgs(rs []result) ([]int64, []int64, []*string) {
 	return ids, tokens, values
 }
 
-func isResultTooLarge(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "54000"
+// refusedData: the call failed on a value it carried, and it carried
+// results (the data of one job, or more): the jobs are then completed one
+// at a time.
+func refusedData(err error, values []*string) bool {
+	return values != nil && classifyDB(err) == errData
 }
 
 // completeMany completes with jq_complete_many, which returns the ids
@@ -798,7 +971,7 @@ func (w *Worker) completeMany(ctx context.Context, st *loop, rs []result) error 
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		if isResultTooLarge(err) && len(rs) > 1 {
+		if refusedData(err, values) && len(rs) > 1 {
 			return w.completeOneByOne(ctx, st, rs)
 		}
 		return err
@@ -819,11 +992,11 @@ func (w *Worker) completeMany(ctx context.Context, st *loop, rs []result) error 
 // call.  The call does not say which completions were refused (a job
 // cancelled or reaped without the worker seeing it): all count as
 // completed.
-func (w *Worker) completeAndClaim(ctx context.Context, st *loop, rs []result, n int) error {
+func (w *Worker) completeAndClaim(ctx context.Context, st *loop, rs []result, qi, n int) error {
 	ids, tokens, values := completionArgs(rs)
 	var jobs []byte
-	if err := st.conn.QueryRow(ctx, sqlCompleteAndClaim, w.opts.Queue, ids, tokens, n, w.opts.Owner, values).Scan(&jobs); err != nil {
-		if isResultTooLarge(err) {
+	if err := st.conn.QueryRow(ctx, sqlCompleteAndClaim, w.queues[qi], ids, tokens, n, w.opts.Owner, values).Scan(&jobs); err != nil {
+		if refusedData(err, values) {
 			return w.completeOneByOne(ctx, st, rs)
 		}
 		return err
@@ -833,7 +1006,7 @@ func (w *Worker) completeAndClaim(ctx context.Context, st *loop, rs []result, n 
 	for _, r := range rs {
 		w.finished(st, r)
 	}
-	if err := w.claimed(st, jobs, n); err != nil {
+	if err := w.claimed(st, qi, jobs, n); err != nil {
 		return err
 	}
 	w.count(func(s *Stats) { s.Completed += int64(len(rs)) })
@@ -842,31 +1015,31 @@ func (w *Worker) completeAndClaim(ctx context.Context, st *loop, rs []result, n 
 	return nil
 }
 
-// completeOneByOne: a result was larger than jobqueue.max_result_size
-// (the call failed and changed nothing).  The jobs are completed one at a
-// time, and the ones whose result is refused fail, permanently (the same
-// result would be refused at every attempt).
+// completeOneByOne: the server refused a result of the batch (larger than
+// jobqueue.max_result_size, or a value jsonb cannot hold such as
+// "\u0000"; the call failed and changed nothing).  The jobs are completed
+// one at a time, and the ones whose result is refused fail, permanently
+// (the same result would be refused at every attempt): RESULT_TOO_LARGE
+// or RESULT_INVALID, with the server's message.
 func (w *Worker) completeOneByOne(ctx context.Context, st *loop, rs []result) error {
 	for i, r := range rs {
 		err := w.completeMany(ctx, st, rs[i:i+1])
 		if err == nil {
 			continue
 		}
-		if !isResultTooLarge(err) {
+		if classifyDB(err) != errData {
 			return err
 		}
-		var status *string
-		if err := st.conn.QueryRow(ctx, sqlFail, r.h.job.ID, r.h.job.Token, "RESULT_TOO_LARGE", err.Error(),
-			false, nil).Scan(&status); err != nil {
-			return err
+		f := failure{code: "RESULT_INVALID", message: cleanText(err.Error()), retryable: false}
+		if sqlState(err) == "54000" {
+			f.code = "RESULT_TOO_LARGE"
+		}
+		status, ferr := w.fail(ctx, st, r.h, f)
+		if ferr != nil {
+			return ferr
 		}
 		w.finished(st, r)
-		if status == nil {
-			w.count(func(s *Stats) { s.Fenced++ })
-		} else {
-			w.count(func(s *Stats) { s.Failed++ })
-		}
-		w.log.Printf("job %d: result too large; failed: %v", r.h.job.ID, status)
+		w.logFailure(r.h.job, f, status)
 	}
 	return nil
 }

@@ -24,7 +24,7 @@ func main() {
 		log.Fatal(err)
 	}
 	defer client.Close()
-	if err := client.CreateQueue(ctx, "reports", jobqueue.QueuePolicy{MaxAttempts: 5, LeaseDuration: time.Minute}); err != nil {
+	if err := client.CreateQueue(ctx, "reports", jobqueue.QueuePolicy{MaxAttempts: jobqueue.Int(5), LeaseDuration: jobqueue.Duration(time.Minute)}); err != nil {
 		log.Fatal(err)
 	}
 	for _, to := range []string{"ann@example.com", "bob@example.com", "eve@example.com"} {
