@@ -238,6 +238,39 @@ suite_go() {
 	fi
 	set -e
 	count go "$p" "$f"
+	go_module_install
+}
+
+# The README's module-mode recipe (clients/go/README.md, "Module mode"),
+# without network: a local module proxy of Debian's pgx, a fresh
+# application requiring the client through a replace directive, built
+# with GOPROXY=file://... only, then its quick start against the server.
+go_module_install() {
+	log "Go client: a fresh module-mode application built offline"
+	local app=$cdir/go-module-app st
+	rm -rf "$app" "$cdir/goproxy"
+	mkdir -p "$app"
+	cp "$dir/clients/go/examples/quickstart/main.go" "$app/"
+	chown -R "$JQ_PGUSER" "$app"
+	set +e
+	(
+		set -e
+		run_as "$cdir" bash "$dir/clients/go/debian-goproxy.sh" "$cdir/goproxy"
+		cd "$app"
+		gomod() { run_as "$app" env GO111MODULE=on GOPATH="$cdir/gomodpath" GOPROXY="file://$cdir/goproxy" GOSUMDB=off GOFLAGS=-mod=mod "$@"; }
+		gomod go mod init example.com/quickstart
+		gomod go mod edit -require=jobqueue@v0.0.0 -replace=jobqueue="$dir/clients/go"
+		gomod go build -o quickstart .
+		run_as "$app" env JOBQUEUE_DSN="$JQ_TEST_DSN" ./quickstart
+	) >"$cdir/go-module.log" 2>&1
+	st=$?
+	set -e
+	cat "$cdir/go-module.log"
+	if [ "$st" -eq 0 ] && grep -q '^sent 3 e-mails$' "$cdir/go-module.log"; then
+		count go-module-install 1 0
+	else
+		count go-module-install 0 1
+	fi
 }
 
 # --- Cross-language --------------------------------------------------------
