@@ -377,10 +377,10 @@ class Worker {
       const value = await this._handle(st.job);
       // The result as JSON text (a value that is not JSON fails the job
       // like an error of the handler would).
-      r = { st, err: null, result: value === undefined || value === null ? null : JSON.stringify(value) };
+      r = { st, err: null, result: value === undefined || value === null ? null : JSON.stringify(value), sent: false };
     } catch (e) {
       const err = classify(e === null || e === undefined ? new Error(String(e)) : e);
-      r = { st, err, result: null };
+      r = { st, err, result: null, sent: false };
       const { job } = st;
       this.log.warn(
         `job ${job.id} of queue ${job.queue} failed (attempt ${job.attempt}${err.retryable ? '' : ', permanent'}): ` +
