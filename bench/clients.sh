@@ -104,7 +104,7 @@ SELECT pg_catalog.json_agg(pg_catalog.json_build_array(c.id, c.payload, c.attemp
          c.lease_expires_at - pg_catalog.clock_timestamp())) ORDER BY c.n)::text AS jobs,
        coalesce(array_agg(c.id), '{}') AS ids, coalesce(array_agg(c.token), '{}') AS tokens
   FROM jobqueue.jq_complete_and_claim(:queue, :ids, :tokens, :batch, 'pgbench', NULL, NULL)
-       WITH ORDINALITY AS c(id, payload, attempt, token, lease_expires_at, n) \gset
+       WITH ORDINALITY AS c(id, payload, attempt, token, lease_expires_at, traceparent, tracestate, trace_origin, n) \gset
 SQL
 TURNS=$(((JOBS + BATCH - 1) / BATCH + 1))
 # Prints "seconds client_cpu_seconds" of one drain by pgbench.

@@ -33,7 +33,8 @@ SELECT jobqueue.jq_enqueue('q_claim_other', '{"l": "other"}') IS NOT NULL AS ok;
 -- changes of the functions it calls)
 CREATE TEMP TABLE c1 AS
 SELECT * FROM jobqueue.jq_claim('q_claim', 3, 'worker-1')
-	WITH ORDINALITY AS c(id, payload, attempt, token, lease_expires_at, ord);
+	WITH ORDINALITY AS c(id, payload, attempt, token, lease_expires_at, traceparent,
+		tracestate, trace_origin, ord);
 SELECT c.ord, c.payload->>'l' AS label, c.attempt, c.token,
        c.lease_expires_at = j.lease_expires_at AS expiry_as_stored,
        c.lease_expires_at = j.started_at + interval '90 seconds' AS capped_by_max_runtime

@@ -20,7 +20,7 @@ $$;
 CREATE FUNCTION test_helpers.claim(q text, n int) RETURNS TABLE(job int, grp text)
 LANGUAGE sql AS $$
 	SELECT (c.payload->>'n')::int, j.group_key
-	FROM jobqueue.jq_claim(q, n, 'w') WITH ORDINALITY AS c(id, payload, attempt, token, lease_expires_at, ord)
+	FROM jobqueue.jq_claim(q, n, 'w') WITH ORDINALITY AS c(id, payload, attempt, token, lease_expires_at, traceparent, tracestate, trace_origin, ord)
 	JOIN jobqueue.jobs j ON j.id = c.id ORDER BY c.ord
 $$;
 -- n jobs numbered from 1, with groups

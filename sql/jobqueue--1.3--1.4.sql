@@ -310,7 +310,154 @@ END
 $$;
 DROP FUNCTION jobqueue.jq_counters_1_3(boolean);
 
--- The admin and monitor sets of rights get the new functions ...
+------------------------------------------------------------------------------
+-- Observability: trace context (W3C traceparent, tracestate) with each job
+------------------------------------------------------------------------------
+
+-- A job records the context of its producer: an explicit argument, or else
+-- the session's settings jobqueue.traceparent and jobqueue.tracestate
+-- (checked by the library: an invalid value is refused with 22023), which
+-- the columns default to, so that every INSERT records it.  trace_origin:
+-- the traceparent of what the job came from (the dependency whose success
+-- released it, the job's context before a replay).
+ALTER TABLE jobqueue.jobs
+	ADD COLUMN traceparent text
+		DEFAULT NULLIF(pg_catalog.current_setting('jobqueue.traceparent', true), ''),
+	ADD COLUMN tracestate text
+		DEFAULT CASE WHEN NULLIF(pg_catalog.current_setting('jobqueue.traceparent', true), '') IS NOT NULL
+			THEN NULLIF(pg_catalog.current_setting('jobqueue.tracestate', true), '') END,
+	ADD COLUMN trace_origin text;
+-- a schedule records the context of its jq_schedule call, for its runs
+ALTER TABLE jobqueue.schedules
+	ADD COLUMN traceparent text
+		DEFAULT NULLIF(pg_catalog.current_setting('jobqueue.traceparent', true), ''),
+	ADD COLUMN tracestate text
+		DEFAULT CASE WHEN NULLIF(pg_catalog.current_setting('jobqueue.traceparent', true), '') IS NOT NULL
+			THEN NULLIF(pg_catalog.current_setting('jobqueue.tracestate', true), '') END;
+
+-- The explicit context: new last arguments of jq_enqueue, jq_enqueue_many
+-- and jq_schedule (the rights on the old definitions carry over) ...
+CREATE FUNCTION jobqueue.jq_enqueue(
+	queue_name text,
+	payload jsonb,
+	priority int DEFAULT 0,
+	run_at timestamptz DEFAULT NULL,
+	max_attempts int DEFAULT NULL,
+	idempotency_key text DEFAULT NULL,
+	depends_on bigint[] DEFAULT NULL,
+	group_key text DEFAULT NULL,
+	traceparent text DEFAULT NULL,
+	tracestate text DEFAULT NULL)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'jq_enqueue'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION jobqueue.jq_enqueue(text, jsonb, int, timestamptz, int, text, bigint[], text, text, text) IS
+	'add a job and return its id; with an idempotency key the queue already holds, return that job''s id; with depends_on, the job waits until those jobs have succeeded; traceparent (else jobqueue.traceparent) is recorded with it';
+REVOKE ALL ON FUNCTION jobqueue.jq_enqueue(text, jsonb, int, timestamptz, int, text, bigint[], text, text, text) FROM PUBLIC;
+
+CREATE FUNCTION jobqueue.jq_enqueue_many(
+	queue_name text,
+	payloads jsonb[],
+	priority int DEFAULT 0,
+	run_at timestamptz DEFAULT NULL,
+	depends_on bigint[] DEFAULT NULL,
+	group_keys text[] DEFAULT NULL,
+	traceparent text DEFAULT NULL,
+	tracestate text DEFAULT NULL)
+RETURNS SETOF bigint
+AS 'MODULE_PATHNAME', 'jq_enqueue_many'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION jobqueue.jq_enqueue_many(text, jsonb[], int, timestamptz, bigint[], text[], text, text) IS
+	'add one job per payload in one statement; returns the ids in payload order; with depends_on, every job waits for those jobs; traceparent (else jobqueue.traceparent) is recorded with them';
+REVOKE ALL ON FUNCTION jobqueue.jq_enqueue_many(text, jsonb[], int, timestamptz, bigint[], text[], text, text) FROM PUBLIC;
+
+CREATE FUNCTION jobqueue.jq_schedule(
+	schedule_name text,
+	queue_name text,
+	cron text,
+	payload jsonb DEFAULT '{}',
+	timezone text DEFAULT 'UTC',
+	priority integer DEFAULT 0,
+	catch_up text DEFAULT 'latest',
+	enabled boolean DEFAULT true,
+	traceparent text DEFAULT NULL,
+	tracestate text DEFAULT NULL)
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'jq_schedule'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION jobqueue.jq_schedule(text, text, text, jsonb, text, integer, text, boolean, text, text) IS
+	'create or replace a recurring schedule (cron in a time zone); returns the next run, NULL when disabled; its runs carry traceparent (else jobqueue.traceparent)';
+REVOKE ALL ON FUNCTION jobqueue.jq_schedule(text, text, text, jsonb, text, integer, text, boolean, text, text) FROM PUBLIC;
+
+-- ... and the claims return the context: three new result columns, so the
+-- functions are made again, with the rights they had
+ALTER FUNCTION jobqueue.jq_claim(text, int, text, interval) RENAME TO jq_claim_1_3;
+CREATE FUNCTION jobqueue.jq_claim(
+	queue_name text,
+	n int,
+	owner text,
+	lease interval DEFAULT NULL)
+RETURNS TABLE(id bigint, payload jsonb, attempt int, token bigint, lease_expires_at timestamptz,
+	traceparent text, tracestate text, trace_origin text)
+AS 'MODULE_PATHNAME', 'jq_claim'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp ROWS 10;
+COMMENT ON FUNCTION jobqueue.jq_claim(text, int, text, interval) IS
+	'lease up to n ready jobs (highest priority first, then oldest); returns id, payload, attempt, token, lease expiry and the trace context of each';
+REVOKE ALL ON FUNCTION jobqueue.jq_claim(text, int, text, interval) FROM PUBLIC;
+
+ALTER FUNCTION jobqueue.jq_complete_and_claim(text, bigint[], bigint[], int, text, interval, jsonb[])
+	RENAME TO jq_complete_and_claim_1_3;
+CREATE FUNCTION jobqueue.jq_complete_and_claim(
+	queue_name text,
+	ids bigint[],
+	tokens bigint[],
+	n int,
+	owner text,
+	lease interval DEFAULT NULL,
+	results jsonb[] DEFAULT NULL)
+RETURNS TABLE(id bigint, payload jsonb, attempt int, token bigint, lease_expires_at timestamptz,
+	traceparent text, tracestate text, trace_origin text)
+AS 'MODULE_PATHNAME', 'jq_complete_and_claim'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp ROWS 10;
+COMMENT ON FUNCTION jobqueue.jq_complete_and_claim(text, bigint[], bigint[], int, text, interval, jsonb[]) IS
+	'complete held jobs as jq_complete_many does (any queue), then lease up to n ready jobs of queue_name as jq_claim does, in one call; returns the jobs claimed';
+REVOKE ALL ON FUNCTION jobqueue.jq_complete_and_claim(text, bigint[], bigint[], int, text, interval, jsonb[]) FROM PUBLIC;
+
+DO $$
+DECLARE
+	r record;
+BEGIN
+	FOR r IN
+		SELECT o.new_sig, a.grantee::pg_catalog.regrole AS grantee
+		FROM (VALUES
+			('jobqueue.jq_enqueue(text, jsonb, int, timestamptz, int, text, bigint[], text)',
+			 'jobqueue.jq_enqueue(text, jsonb, int, timestamptz, int, text, bigint[], text, text, text)'),
+			('jobqueue.jq_enqueue_many(text, jsonb[], int, timestamptz, bigint[], text[])',
+			 'jobqueue.jq_enqueue_many(text, jsonb[], int, timestamptz, bigint[], text[], text, text)'),
+			('jobqueue.jq_schedule(text, text, text, jsonb, text, integer, text, boolean)',
+			 'jobqueue.jq_schedule(text, text, text, jsonb, text, integer, text, boolean, text, text)'),
+			('jobqueue.jq_claim_1_3(text, int, text, interval)',
+			 'jobqueue.jq_claim(text, int, text, interval)'),
+			('jobqueue.jq_complete_and_claim_1_3(text, bigint[], bigint[], int, text, interval, jsonb[])',
+			 'jobqueue.jq_complete_and_claim(text, bigint[], bigint[], int, text, interval, jsonb[])')
+		) AS o(sig, new_sig)
+		JOIN pg_catalog.pg_proc p ON p.oid = o.sig::pg_catalog.regprocedure
+		CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+		WHERE a.privilege_type = 'EXECUTE' AND a.grantee <> 0 AND a.grantee <> p.proowner
+	LOOP
+		EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s', r.new_sig, r.grantee);
+	END LOOP;
+END
+$$;
+
+DROP FUNCTION jobqueue.jq_enqueue(text, jsonb, int, timestamptz, int, text, bigint[], text);
+DROP FUNCTION jobqueue.jq_enqueue_many(text, jsonb[], int, timestamptz, bigint[], text[]);
+DROP FUNCTION jobqueue.jq_schedule(text, text, text, jsonb, text, integer, text, boolean);
+DROP FUNCTION jobqueue.jq_claim_1_3(text, int, text, interval);
+DROP FUNCTION jobqueue.jq_complete_and_claim_1_3(text, bigint[], bigint[], int, text, interval, jsonb[]);
+
+-- The sets of rights: the new functions for admins and monitors, the new
+-- signatures of jq_enqueue, jq_enqueue_many and jq_schedule ...
 CREATE OR REPLACE FUNCTION jobqueue.jq_role_functions(kind text)
 RETURNS SETOF regprocedure
 LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp
@@ -322,8 +469,8 @@ BEGIN
 	RETURN QUERY
 		SELECT r.p FROM pg_catalog.unnest(CASE kind
 			WHEN 'producer' THEN ARRAY[
-				'jobqueue.jq_enqueue(text, jsonb, integer, timestamp with time zone, integer, text, bigint[], text)',
-				'jobqueue.jq_enqueue_many(text, jsonb[], integer, timestamp with time zone, bigint[], text[])',
+				'jobqueue.jq_enqueue(text, jsonb, integer, timestamp with time zone, integer, text, bigint[], text, text, text)',
+				'jobqueue.jq_enqueue_many(text, jsonb[], integer, timestamp with time zone, bigint[], text[], text, text)',
 				'jobqueue.jq_job(bigint)']
 			WHEN 'worker' THEN ARRAY[
 				'jobqueue.jq_claim(text, integer, text, interval)',
@@ -361,7 +508,7 @@ BEGIN
 				'jobqueue.jq_jobs(text, jobqueue.job_status, integer, bigint, text, text)',
 				'jobqueue.jq_group_stats(text)',
 				'jobqueue.jq_cron_next(text, timestamp with time zone, text, integer)',
-				'jobqueue.jq_schedule(text, text, text, jsonb, text, integer, text, boolean)',
+				'jobqueue.jq_schedule(text, text, text, jsonb, text, integer, text, boolean, text, text)',
 				'jobqueue.jq_unschedule(text)',
 				'jobqueue.jq_schedules()',
 				'jobqueue.jq_run_schedules()',

@@ -410,16 +410,22 @@ jq_claim_batch(const JqClaimArgs *args, TimestampTz now,
 		jq_note_activity();
 	for (i = 0; i < nclaimed; i++)
 	{
-		Datum		row[5];
-		bool		rownulls[5];
+		Datum		row[8];
+		bool		rownulls[8];
 		int			col;
 		bool		isnull;
 		Datum		available;
 
-		/* the first five columns; a statement may return more */
+		/*
+		 * The first five columns; the trace context when jq_claim's
+		 * definition has it (1.4); a statement returns more.
+		 */
 		for (col = 0; col < 5; col++)
 			row[col] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
 									 col + 1, &rownulls[col]);
+		for (; col < tupdesc->natts && col < 8; col++)
+			row[col] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
+									 JQ_CLAIM_TRACEPARENT + col - 5, &rownulls[col]);
 		tuplestore_putvalues(tupstore, tupdesc, row, rownulls);
 		/* the wait: since the job became claimable */
 		available = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,

@@ -72,6 +72,7 @@ _PG_init(void)
 	jq_outcome_guc_init();
 	jq_results_guc_init();
 	jq_counters_guc_init();
+	jq_trace_guc_init();
 	jq_worker_guc_init();
 	jq_ratelimit_guc_init();
 

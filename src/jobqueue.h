@@ -184,12 +184,14 @@ typedef enum JqTransition
 #define JQ_OUTCOME_NCOLS		9
 
 /*
- * The columns of every claim statement: jq_claim's five (id, payload,
+ * The columns of every claim statement: jq_claim's first five (id, payload,
  * attempt, token, lease_expires_at), then the job's available_at (the wait
- * histogram), then the statement's own.
+ * histogram), its trace context (jq_claim's last three columns since 1.4:
+ * traceparent, tracestate, trace_origin), then the statement's own.
  */
 #define JQ_CLAIM_AVAILABLE		6
-#define JQ_CLAIM_NCOLS			6
+#define JQ_CLAIM_TRACEPARENT	7
+#define JQ_CLAIM_NCOLS			9
 
 extern uint64 jq_note_outcome(JqTransition t, uint64 nasked, List **woken,
 							  MemoryContext woken_cxt, char **first_queue);
@@ -416,6 +418,16 @@ typedef struct JqErrorSnapshot
 	char		queue_name[JQ_QUEUE_NAME_MAXLEN + 1];
 	JqErrorSlot slots[JQ_ERROR_SLOTS + 1];	/* the last: overflow */
 } JqErrorSnapshot;
+
+/*
+ * Trace context (trace.c): the settings jobqueue.traceparent and
+ * jobqueue.tracestate; jq_enqueue, jq_enqueue_many and jq_schedule take
+ * their explicit arguments and call these (lifecycle.c, schedules.c).
+ */
+extern void jq_trace_guc_init(void);
+extern Datum jq_enqueue_call(PG_FUNCTION_ARGS);
+extern Datum jq_enqueue_many_call(PG_FUNCTION_ARGS);
+extern Datum jq_schedule_call(PG_FUNCTION_ARGS);
 
 extern void jq_count_error(const char *queue_name, const char *code,
 						   int32 attempt, bool dead);

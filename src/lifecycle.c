@@ -34,8 +34,6 @@
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
-PG_FUNCTION_INFO_V1(jq_enqueue);
-PG_FUNCTION_INFO_V1(jq_enqueue_many);
 PG_FUNCTION_INFO_V1(jq_claim);
 PG_FUNCTION_INFO_V1(jq_complete);
 PG_FUNCTION_INFO_V1(jq_complete_many);
@@ -148,7 +146,7 @@ jq_enqueue_unkeyed(const char *queue_name, Datum *values, const char *nulls)
  * then finds its row (ON CONFLICT DO NOTHING, then a lookup).
  */
 Datum
-jq_enqueue(PG_FUNCTION_ARGS)
+jq_enqueue_call(PG_FUNCTION_ARGS)
 {
 	char	   *queue_name = jq_arg_queue_name(fcinfo, 0);
 	Datum		values[8];
@@ -244,7 +242,7 @@ jq_enqueue(PG_FUNCTION_ARGS)
  * depends_on, every job waits for the same jobs (dependencies.c).
  */
 Datum
-jq_enqueue_many(PG_FUNCTION_ARGS)
+jq_enqueue_many_call(PG_FUNCTION_ARGS)
 {
 	char	   *queue_name = jq_arg_queue_name(fcinfo, 0);
 	ArrayType  *payloads = jq_arg_array(fcinfo, 1, "payloads", JSONBOID);

@@ -167,6 +167,14 @@
 	JQ_LEASE_SET_SQL("$5 + LEAST(COALESCE($4, q.lease_duration), q.max_runtime)") " " \
 	"FROM q WHERE j.queue_name = $1 AND j.id = ANY (ARRAY(" IDS "))"
 
+/*
+ * The trace context a claim returns of job X (columns JQ_CLAIM_TRACEPARENT
+ * and after): the producer's traceparent and tracestate, and the
+ * traceparent of the job's origin (trace.c)
+ */
+#define JQ_CLAIM_TRACE_SQL(X) \
+	X ".traceparent, " X ".tracestate, " X ".trace_origin"
+
 /* running -> succeeded (complete), storing RESULT */
 #define JQ_SUCCEED_SQL(NOW, RESULT) \
 	"status = 'succeeded', finished_at = " NOW ", lease_expires_at = NULL, " \
@@ -272,6 +280,16 @@
 	"'dependency_status', " STATUS ")"
 
 /*
+ * The trace context of the session (jobqueue.traceparent and
+ * jobqueue.tracestate, trace.c), NULL when not set: also the DEFAULT of
+ * the columns of jobs and schedules
+ */
+#define JQ_SESSION_TRACEPARENT_SQL \
+	"NULLIF(pg_catalog.current_setting('jobqueue.traceparent', true), '')"
+#define JQ_SESSION_TRACESTATE_SQL \
+	"NULLIF(pg_catalog.current_setting('jobqueue.tracestate', true), '')"
+
+/*
  * dead or cancelled -> pending (replay): a fresh attempt count, pending at
  * RUN_AT; the replay, by role BY, is recorded in the history.  A job with
  * dependencies that have not succeeded yet waits for them again (waiting;
@@ -281,7 +299,10 @@
 	"status = CASE WHEN j.dependencies_left > 0 THEN 'waiting' ELSE 'pending' " \
 	"  END::jobqueue.job_status, attempt_count = 0, available_at = " RUN_AT ", " \
 	"finished_at = NULL, started_at = NULL, lease_owner = NULL, " \
-	"lease_expires_at = NULL, " \
+	"lease_expires_at = NULL, trace_origin = j.traceparent, " \
+	"traceparent = COALESCE(" JQ_SESSION_TRACEPARENT_SQL ", j.traceparent), " \
+	"tracestate = CASE WHEN " JQ_SESSION_TRACEPARENT_SQL " IS NULL THEN j.tracestate " \
+	"  ELSE " JQ_SESSION_TRACESTATE_SQL " END, " \
 	"errors = " JQ_APPEND_ERROR_SQL( \
 		"pg_catalog.jsonb_build_object('event', 'replay', 'at', " NOW ", " \
 		"'by', " BY ", 'previous_status', j.status)", KEEP) " "
@@ -500,9 +521,9 @@
 #define JQ_GROUP_LEASE_SQL(IDS) \
 	"u AS (" JQ_LEASE_SQL(IDS) " " \
 	"      RETURNING j.id, j.payload, j.attempt_count, j.lease_token, " \
-	"                j.lease_expires_at, j.available_at) " \
+	"                j.lease_expires_at, j.available_at, " JQ_CLAIM_TRACE_SQL("j") ") " \
 	"SELECT u.id, u.payload, u.attempt_count, u.lease_token, u.lease_expires_at, " \
-	"       u.available_at, c.group_key, c.pos " \
+	"       u.available_at, " JQ_CLAIM_TRACE_SQL("u") ", c.group_key, c.pos " \
 	"FROM u JOIN c ON c.id = u.id ORDER BY c.rank"
 
 typedef struct JqPlanSpec
@@ -583,7 +604,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"      RETURNING j.id, j.payload, j.attempt_count, j.lease_token, "
 		"                j.lease_expires_at, j.priority, j.available_at) "
 		"SELECT u.id, u.payload, u.attempt_count, u.lease_token, u.lease_expires_at, "
-		"       u.available_at "
+		"       u.available_at, NULL::text, NULL::text, NULL::text "
 		"FROM u ORDER BY u.priority DESC, u.available_at, u.id",
 		5, {TEXTOID, INT4OID, TEXTOID, INTERVALOID, TIMESTAMPTZOID},
 		.name = "claim"
@@ -1022,10 +1043,14 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"           WHERE d.ctid = ANY (ARRAY("
 		"             SELECT d2.ctid FROM jobqueue.job_dependencies d2 "
 		"             WHERE d2.depends_on = ANY ($1) LIMIT $3)) "
-		"           RETURNING d.job_id), "
-		"n AS (SELECT e.job_id, pg_catalog.count(*)::int AS n FROM e GROUP BY e.job_id) "
+		"           RETURNING d.job_id, d.depends_on), "
+		"n AS (SELECT e.job_id, pg_catalog.count(*)::int AS n, "
+		"        pg_catalog.max(e.depends_on) AS dep FROM e GROUP BY e.job_id) "
 		"UPDATE jobqueue.jobs j SET "
 		"  dependencies_left = j.dependencies_left - n.n, "
+		"  trace_origin = CASE WHEN j.status = 'waiting' AND j.dependencies_left = n.n "
+		"    THEN (SELECT x.traceparent FROM jobqueue.jobs x WHERE x.id = n.dep) "
+		"    ELSE j.trace_origin END, "
 		"  status = CASE WHEN j.status = 'waiting' AND j.dependencies_left = n.n "
 		"    THEN 'pending' ELSE j.status END::jobqueue.job_status, "
 		"  available_at = CASE WHEN j.status = 'waiting' AND j.dependencies_left = n.n "
@@ -1159,7 +1184,8 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"UPDATE jobqueue.jobs j SET " JQ_LEASE_SET_SQL("$4") " "
 		"WHERE j.queue_name = $1 AND j.id = ANY (ARRAY(SELECT c.id FROM c)) "
 		"RETURNING j.id, j.payload, j.attempt_count, j.lease_token, "
-		"          j.lease_expires_at, j.available_at, j.priority",
+		"          j.lease_expires_at, j.available_at, " JQ_CLAIM_TRACE_SQL("j") ", "
+		"          j.priority",
 		5, {TEXTOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID},
 		.name = "claim plain"
 	},
@@ -1217,9 +1243,9 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"      ORDER BY x.eff DESC, x.available_at, x.id LIMIT $2), "
 		"u AS (" JQ_LEASE_SQL("SELECT c.id FROM c") " "
 		"      RETURNING j.id, j.payload, j.attempt_count, j.lease_token, "
-		"                j.lease_expires_at, j.available_at) "
+		"                j.lease_expires_at, j.available_at, " JQ_CLAIM_TRACE_SQL("j") ") "
 		"SELECT u.id, u.payload, u.attempt_count, u.lease_token, u.lease_expires_at, "
-		"       u.available_at "
+		"       u.available_at, " JQ_CLAIM_TRACE_SQL("u") " "
 		"FROM u JOIN c ON c.id = u.id ORDER BY c.eff DESC, c.available_at, c.id",
 		5, {TEXTOID, INT4OID, TEXTOID, INTERVALOID, TIMESTAMPTZOID},
 		.name = "claim aged"
@@ -1532,18 +1558,21 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * JQ_PLAN_SCHEDULE_ENQUEUE: $1 queues, $2 payloads, $3 priorities, $4
 	 * idempotency keys, $5 now.  One job per due slot; the key (schedule
 	 * and slot) makes a slot enqueued twice a no-op.  A missing queue
-	 * enqueues nothing.  Outcome, then the id and the key.
+	 * enqueues nothing.  Each job gets the trace context its schedule
+	 * recorded (s, by the name the payload carries).  Outcome, then the id
+	 * and the key.
 	 */
 	[JQ_PLAN_SCHEDULE_ENQUEUE] = {
 		"INSERT INTO jobqueue.jobs AS j "
 		"  (queue_name, payload, priority, available_at, max_attempts, idempotency_key, "
-		"   group_key) "
+		"   group_key, traceparent, tracestate) "
 		"SELECT a.queue_name, a.payload, a.priority, $5, q.max_attempts, a.key, "
-		"       " JQ_NO_GROUP_SQL " "
+		"       " JQ_NO_GROUP_SQL ", s.traceparent, s.tracestate "
 		"FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), "
 		"                pg_catalog.unnest($3), pg_catalog.unnest($4)) WITH ORDINALITY "
 		"       AS a(queue_name, payload, priority, key, ord) "
 		"  JOIN jobqueue.queues q ON q.queue_name = a.queue_name "
+		"  LEFT JOIN jobqueue.schedules s ON s.schedule_name = a.payload->>'jq_schedule' "
 		"ORDER BY a.ord "
 		"ON CONFLICT (queue_name, idempotency_key) WHERE idempotency_key IS NOT NULL "
 		"DO NOTHING "

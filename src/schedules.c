@@ -58,7 +58,6 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-PG_FUNCTION_INFO_V1(jq_schedule);
 PG_FUNCTION_INFO_V1(jq_unschedule);
 PG_FUNCTION_INFO_V1(jq_run_schedules);
 
@@ -453,7 +452,7 @@ jq_schedules_next_due(void)
  * left (ON CONFLICT locks the newest row version).
  */
 Datum
-jq_schedule(PG_FUNCTION_ARGS)
+jq_schedule_call(PG_FUNCTION_ARGS)
 {
 	char	   *name = jq_arg_schedule_name(fcinfo, 0);
 	char	   *queue_name = jq_arg_queue_name(fcinfo, 1);
@@ -542,15 +541,16 @@ jq_schedule(PG_FUNCTION_ARGS)
 					"  timezone = EXCLUDED.timezone, payload = EXCLUDED.payload, "
 					"  priority = EXCLUDED.priority, enabled = EXCLUDED.enabled, "
 					"  catch_up = EXCLUDED.catch_up, "
+					"  traceparent = EXCLUDED.traceparent, tracestate = EXCLUDED.tracestate, "
 					"  next_run_at = CASE WHEN s.enabled AND EXCLUDED.enabled "
 					"      AND s.next_run_at IS NOT NULL AND s.cron = EXCLUDED.cron "
 					"      AND s.timezone = EXCLUDED.timezone "
 					"    THEN s.next_run_at ELSE EXCLUDED.next_run_at END "
 					"WHERE (s.queue_name, s.cron, s.timezone, s.payload, s.priority, "
-					"       s.enabled, s.catch_up) "
+					"       s.enabled, s.catch_up, s.traceparent, s.tracestate) "
 					"  IS DISTINCT FROM (EXCLUDED.queue_name, EXCLUDED.cron, EXCLUDED.timezone, "
 					"       EXCLUDED.payload, EXCLUDED.priority, EXCLUDED.enabled, "
-					"       EXCLUDED.catch_up) "
+					"       EXCLUDED.catch_up, EXCLUDED.traceparent, EXCLUDED.tracestate) "
 					"RETURNING s.next_run_at",
 					9, argtypes, values, nulls, SPI_OK_INSERT_RETURNING);
 	if (SPI_processed == 0)

@@ -60,19 +60,19 @@ func valueEnd(data []byte, i int) (int, error) {
 	return 0, errJobsJSON
 }
 
-// splitJobs returns the six elements of each job, as slices of data.
-func splitJobs(data []byte) ([][6][]byte, error) {
+// splitJobs returns the seven elements of each job, as slices of data.
+func splitJobs(data []byte) ([][7][]byte, error) {
 	i := skipSpace(data, 0)
 	if i >= len(data) || data[i] != '[' {
 		return nil, errJobsJSON
 	}
-	var rows [][6][]byte
+	var rows [][7][]byte
 	for i = skipSpace(data, i+1); i < len(data) && data[i] != ']'; {
 		if data[i] != '[' {
 			return nil, errJobsJSON
 		}
 		i++
-		var row [6][]byte
+		var row [7][]byte
 		for k := range row {
 			i = skipSpace(data, i)
 			end, err := valueEnd(data, i)
@@ -103,7 +103,7 @@ func splitJobs(data []byte) ([][6][]byte, error) {
 
 // parseJob makes the Job of one row of splitJobs, and says how much of its
 // lease is left.
-func parseJob(queue string, r *[6][]byte) (*Job, time.Duration, error) {
+func parseJob(queue string, r *[7][]byte) (*Job, time.Duration, error) {
 	j := &Job{Queue: queue, Payload: append([]byte(nil), r[1]...)}
 	var err [5]error
 	j.ID, err[0] = strconv.ParseInt(string(r[0]), 10, 64)
@@ -116,6 +116,10 @@ func parseJob(queue string, r *[6][]byte) (*Job, time.Duration, error) {
 	}
 	var remaining float64
 	remaining, err[4] = strconv.ParseFloat(string(r[5]), 64)
+	// the producer's W3C traceparent: hex digits and dashes, or null
+	if len(r[6]) >= 2 && r[6][0] == '"' {
+		j.Traceparent = string(r[6][1 : len(r[6])-1])
+	}
 	for _, e := range err {
 		if e != nil {
 			return nil, 0, e

@@ -24,14 +24,15 @@ import (
 const Channel = "jobqueue"
 
 // A claim returns its jobs as one JSON array of [id, payload, attempt,
-// token, lease_expires_at, seconds of lease left] (in the order of the
-// claim), decoded in one pass.  The lease left is measured against
+// token, lease_expires_at, seconds of lease left, traceparent] (in the
+// order of the claim), decoded in one pass.  The lease left is measured against
 // clock_timestamp(): the claim of jq_complete_and_claim reads the clock
 // after its completions.
 const sqlJobsJSON = "SELECT pg_catalog.json_agg(pg_catalog.json_build_array(c.id, c.payload, c.attempt, c.token, " +
 	"c.lease_expires_at, pg_catalog.date_part('epoch', " +
-	"c.lease_expires_at - pg_catalog.clock_timestamp())) ORDER BY c.n)::text " +
-	"FROM %s WITH ORDINALITY AS c(id, payload, attempt, token, lease_expires_at, n)"
+	"c.lease_expires_at - pg_catalog.clock_timestamp()), c.traceparent) ORDER BY c.n)::text " +
+	"FROM %s WITH ORDINALITY AS c(id, payload, attempt, token, lease_expires_at, " +
+	"traceparent, tracestate, trace_origin, n)"
 
 var (
 	sqlClaim            = fmt.Sprintf(sqlJobsJSON, "jobqueue.jq_claim($1, $2::int, $3)")
@@ -64,6 +65,9 @@ type Job struct {
 	Token          int64
 	LeaseExpiresAt time.Time
 	Queue          string
+	// Traceparent is the W3C trace context its producer recorded
+	// (jobqueue.traceparent or the traceparent argument), "" when none.
+	Traceparent string
 
 	mu     sync.Mutex
 	reason string
@@ -768,7 +772,7 @@ func (w *Worker) claim(st *loop, now time.Time) error {
 func (w *Worker) claimed(st *loop, qi int, jobs []byte, n int) error {
 	st.want[qi] = false
 	st.next = (qi + 1) % len(w.queues)
-	var rows [][6][]byte
+	var rows [][7][]byte
 	if jobs != nil {
 		var err error
 		if rows, err = splitJobs(jobs); err != nil {

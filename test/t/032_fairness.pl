@@ -120,7 +120,7 @@ is( $node->safe_psql('postgres',
 
 my $claim = q{
 WITH c AS (SELECT c.id, c.payload, c.token FROM jobqueue.jq_claim('rr', 10, 'client' || :client_id)
-		   WITH ORDINALITY c(id, payload, attempt, token, lease_expires_at, ord) ORDER BY c.ord)
+		   WITH ORDINALITY c(id, payload, attempt, token, lease_expires_at, traceparent, tracestate, trace_origin, ord) ORDER BY c.ord)
 INSERT INTO starts SELECT c.id, c.payload->>'tenant', nextval('starts_seq')
   FROM c WHERE jobqueue.jq_complete(c.id, c.token);
 };

@@ -20,10 +20,10 @@ const CHANNEL = 'jobqueue';
 // formatted and parsed again for every job; min() would take the earliest
 // were they ever to differ.
 const jobsJson = (call) =>
-  'SELECT pg_catalog.json_agg(pg_catalog.json_build_array(c.id, c.payload, c.attempt, c.token) ORDER BY c.n)::text AS jobs, ' +
+  'SELECT pg_catalog.json_agg(pg_catalog.json_build_array(c.id, c.payload, c.attempt, c.token, c.traceparent) ORDER BY c.n)::text AS jobs, ' +
   'pg_catalog.min(c.lease_expires_at) AS expires, ' +
   "pg_catalog.date_part('epoch', pg_catalog.min(c.lease_expires_at) - pg_catalog.clock_timestamp()) AS remaining " +
-  `FROM ${call} WITH ORDINALITY AS c(id, payload, attempt, token, lease_expires_at, n)`;
+  `FROM ${call} WITH ORDINALITY AS c(id, payload, attempt, token, lease_expires_at, traceparent, tracestate, trace_origin, n)`;
 
 const SQL = {
   claim: jobsJson('jobqueue.jq_claim($1, $2, $3)'),
@@ -59,8 +59,10 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
  * aborted), and leaseExpiresAt's Date when first read.
  */
 class Job {
-  constructor(queue, id, payload, attempt, token, leaseExpiresAt) {
+  constructor(queue, id, payload, attempt, token, leaseExpiresAt, traceparent = null) {
     this.id = id;
+    /** The W3C trace context its producer recorded (jobqueue.traceparent), or null. */
+    this.traceparent = traceparent;
     this.payload = payload;
     this.attempt = attempt;
     this.token = token;
@@ -512,9 +514,9 @@ class Worker {
     const rows = jobs === null ? [] : JSON.parse(jobs);
     const leaseMs = Math.max(1, remaining * 1000);
     const expiresMs = expires === null ? null : expires.getTime();
-    for (const [id, payload, attempt, token] of rows) {
+    for (const [id, payload, attempt, token, traceparent] of rows) {
       const st = {
-        job: new Job(q.name, id, payload, attempt, token, expiresMs),
+        job: new Job(q.name, id, payload, attempt, token, expiresMs, traceparent),
         deadline: t + leaseMs,
         nextHb: t + leaseMs * this.heartbeatFraction,
         started: false,

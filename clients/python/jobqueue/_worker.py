@@ -28,15 +28,16 @@ log = logging.getLogger("jobqueue")
 CHANNEL = "jobqueue"
 
 # A claim returns its jobs as one JSON array of [id, payload, attempt, token,
-# lease_expires_at, seconds of lease left] (in the order of the claim):
+# lease_expires_at, seconds of lease left, traceparent] (in claim order):
 # one value to decode, instead of six per job, each through psycopg's
 # loaders.  The lease left is measured against clock_timestamp(): the claim
 # of jq_complete_and_claim reads the clock after its completions.
 _JOBS_JSON = (
     "SELECT pg_catalog.json_agg(pg_catalog.json_build_array(c.id, c.payload, c.attempt, c.token, "
     "c.lease_expires_at, pg_catalog.date_part('epoch', "
-    "c.lease_expires_at - pg_catalog.clock_timestamp())) ORDER BY c.n)::text "
-    "FROM {call} WITH ORDINALITY AS c(id, payload, attempt, token, lease_expires_at, n)"
+    "c.lease_expires_at - pg_catalog.clock_timestamp()), c.traceparent) ORDER BY c.n)::text "
+    "FROM {call} WITH ORDINALITY AS c(id, payload, attempt, token, lease_expires_at, "
+    "traceparent, tracestate, trace_origin, n)"
 )
 _CLAIM = _JOBS_JSON.format(call="jobqueue.jq_claim(%s, %s, %s)")
 _COMPLETE_AND_CLAIM = _JOBS_JSON.format(
@@ -68,7 +69,8 @@ class Job:
     """A claimed job, as the handler sees it.
 
     ``id``, ``payload`` (decoded JSON), ``attempt`` (1 on the first run),
-    ``token`` (the fencing token), ``lease_expires_at``, ``queue``.
+    ``token`` (the fencing token), ``lease_expires_at``, ``queue``,
+    ``traceparent`` (the W3C trace context its producer recorded, or None).
     ``cancelled`` is a threading.Event set when the worker will not be
     able to report the job's result: its lease was lost (the heartbeat was
     refused: the job was cancelled, reaped or ran past max_runtime) or the
@@ -76,12 +78,13 @@ class Job:
     A long handler should check it (or wait on it) and stop.
     """
 
-    __slots__ = ("id", "payload", "attempt", "token", "_expires", "queue",
+    __slots__ = ("id", "payload", "attempt", "token", "_expires", "queue", "traceparent",
                  "_cancelled", "cancel_reason", "_lease_len", "_deadline", "_next_hb",
                  "_started", "_result")
 
-    def __init__(self, queue, id, payload, attempt, token, lease_expires_at):
+    def __init__(self, queue, id, payload, attempt, token, lease_expires_at, traceparent=None):
         self.queue = queue
+        self.traceparent = traceparent
         self.id = id
         self.payload = payload
         self.attempt = attempt
@@ -149,6 +152,10 @@ class Worker:
     flush_interval: results are sent at the latest this many seconds after
       the first of them is ready (sooner when batch_size of them are ready
       or every held job is finished), so completions go in batches.
+    around_job: a hook, ``around_job(job, run)``, that runs each job by
+      calling ``run()`` and returns what it returns (or raises what it
+      raises): a tracing library opens a span there, linked to
+      ``job.traceparent``.
 
     Errors: a failure caused by one job's data (a result the server
     refuses) fails that job; deadlocks, serialization failures, timeouts
@@ -160,7 +167,7 @@ class Worker:
     def __init__(self, dsn, queue, handler, *, concurrency=4, batch_size=10,
                  listen_dsn=None, listen=True, poll_interval=5.0, heartbeat_fraction=1 / 3,
                  shutdown_timeout=30.0, owner=None, reconnect_base=0.1, reconnect_max=10.0,
-                 flush_interval=0.05, handle_signals=True, logger=None):
+                 flush_interval=0.05, handle_signals=True, logger=None, around_job=None):
         if concurrency < 1 or batch_size < 1:
             raise ValueError("concurrency and batch_size must be at least 1")
         if not 0 < heartbeat_fraction < 1:
@@ -171,6 +178,7 @@ class Worker:
             raise ValueError("no queue")
         self.queue = self.queues[0]
         self.handler = handler
+        self.around_job = around_job
         self.concurrency = concurrency
         self.batch_size = batch_size
         self.listen_dsn = listen_dsn or dsn
@@ -253,7 +261,10 @@ class Worker:
                 return
             exc = None
             try:
-                value = self.handler(job)
+                if self.around_job is None:
+                    value = self.handler(job)
+                else:
+                    value = self.around_job(job, lambda: self.handler(job))
                 # The result, as JSON text (a value that is not JSON fails
                 # the job like an exception of the handler would).
                 job._result = None if value is None else json.dumps(value)
@@ -482,8 +493,8 @@ class Worker:
         t = time.monotonic()
         rows = json.loads(jobs) if jobs is not None else ()
         held, ready, frac = self._held, self._ready, self.heartbeat_fraction
-        for id_, payload, attempt, token, expires, remaining in rows:
-            job = Job(queue, id_, payload, attempt, token, expires)
+        for id_, payload, attempt, token, expires, remaining, traceparent in rows:
+            job = Job(queue, id_, payload, attempt, token, expires, traceparent)
             job._lease_len = lease = max(0.001, float(remaining))
             job._deadline = t + lease
             job._next_hb = t + lease * frac

@@ -148,15 +148,15 @@ INSERT INTO fn VALUES
 	(3, 'jq_drop_queue', '{text,boolean}', 'queue_name text, force boolean DEFAULT false', 'void'),
 	(4, 'jq_pause_queue', '{text}', 'queue_name text', 'void'),
 	(5, 'jq_resume_queue', '{text}', 'queue_name text', 'void'),
-	(6, 'jq_enqueue', '{text,jsonb,integer,timestamp with time zone,integer,text,bigint[],text}',
-	 'queue_name text, payload jsonb, priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, max_attempts integer DEFAULT NULL::integer, idempotency_key text DEFAULT NULL::text, depends_on bigint[] DEFAULT NULL::bigint[], group_key text DEFAULT NULL::text',
+	(6, 'jq_enqueue', '{text,jsonb,integer,timestamp with time zone,integer,text,bigint[],text,text,text}',
+	 'queue_name text, payload jsonb, priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, max_attempts integer DEFAULT NULL::integer, idempotency_key text DEFAULT NULL::text, depends_on bigint[] DEFAULT NULL::bigint[], group_key text DEFAULT NULL::text, traceparent text DEFAULT NULL::text, tracestate text DEFAULT NULL::text',
 	 'bigint'),
-	(7, 'jq_enqueue_many', '{text,jsonb[],integer,timestamp with time zone,bigint[],text[]}',
-	 'queue_name text, payloads jsonb[], priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, depends_on bigint[] DEFAULT NULL::bigint[], group_keys text[] DEFAULT NULL::text[]',
+	(7, 'jq_enqueue_many', '{text,jsonb[],integer,timestamp with time zone,bigint[],text[],text,text}',
+	 'queue_name text, payloads jsonb[], priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, depends_on bigint[] DEFAULT NULL::bigint[], group_keys text[] DEFAULT NULL::text[], traceparent text DEFAULT NULL::text, tracestate text DEFAULT NULL::text',
 	 'SETOF bigint'),
 	(8, 'jq_claim', '{text,integer,text,interval}',
 	 'queue_name text, n integer, owner text, lease interval DEFAULT NULL::interval',
-	 'TABLE(id bigint, payload jsonb, attempt integer, token bigint, lease_expires_at timestamp with time zone)'),
+	 'TABLE(id bigint, payload jsonb, attempt integer, token bigint, lease_expires_at timestamp with time zone, traceparent text, tracestate text, trace_origin text)'),
 	(9, 'jq_complete', '{bigint,bigint,jsonb}', 'id bigint, token bigint, result jsonb DEFAULT NULL::jsonb', 'boolean'),
 	(10, 'jq_complete_many', '{bigint[],bigint[],jsonb[]}', 'ids bigint[], tokens bigint[], results jsonb[] DEFAULT NULL::jsonb[]', 'SETOF bigint'),
 	(11, 'jq_fail', '{bigint,bigint,text,text,boolean,interval,jsonb,text}',
@@ -180,7 +180,7 @@ INSERT INTO fn VALUES
 	 'TABLE(id bigint, queue_name text, status jobqueue.job_status, attempt integer, max_attempts integer, priority integer, result jsonb, progress jsonb, last_error_code text, errors jsonb, created_at timestamp with time zone, available_at timestamp with time zone, started_at timestamp with time zone, finished_at timestamp with time zone, waiting_for bigint[])'),
 	(22, 'jq_complete_and_claim', '{text,bigint[],bigint[],integer,text,interval,jsonb[]}',
 	 'queue_name text, ids bigint[], tokens bigint[], n integer, owner text, lease interval DEFAULT NULL::interval, results jsonb[] DEFAULT NULL::jsonb[]',
-	 'TABLE(id bigint, payload jsonb, attempt integer, token bigint, lease_expires_at timestamp with time zone)'),
+	 'TABLE(id bigint, payload jsonb, attempt integer, token bigint, lease_expires_at timestamp with time zone, traceparent text, tracestate text, trace_origin text)'),
 	(23, 'jq_jobs', '{text,jobqueue.job_status,integer,bigint,text,text}',
 	 'queue_name text, status jobqueue.job_status DEFAULT NULL::jobqueue.job_status, max_jobs integer DEFAULT 100, before_id bigint DEFAULT NULL::bigint, group_key text DEFAULT NULL::text, error_code text DEFAULT NULL::text',
 	 'TABLE(id bigint, queue_name text, status jobqueue.job_status, priority integer, group_key text, attempt integer, max_attempts integer, created_at timestamp with time zone, available_at timestamp with time zone, started_at timestamp with time zone, finished_at timestamp with time zone, lease_owner text, lease_expires_at timestamp with time zone, last_error_code text, last_error_message text, payload jsonb, result jsonb, progress jsonb, errors jsonb)'),
@@ -345,6 +345,18 @@ SELECT function_returns('jobqueue', 'jq_recount_groups', ARRAY['text'], 'bigint'
 SELECT has_table('jobqueue', 'group_rotation', 'table jobqueue.group_rotation exists');
 SELECT col_is_pk('jobqueue', 'group_rotation', 'queue_name', 'group_rotation has the primary key queue_name');
 SELECT fk_ok('jobqueue', 'group_rotation', 'queue_name', 'jobqueue', 'queues', 'queue_name');
+
+--
+-- 1.4: the trace context of jobs and schedules, defaulting to the session's
+--
+SELECT col_type_is('jobqueue', t.tab, t.col, 'text', format('%s.%s is text', t.tab, t.col))
+FROM (VALUES ('jobs', 'traceparent'), ('jobs', 'tracestate'), ('jobs', 'trace_origin'),
+	('schedules', 'traceparent'), ('schedules', 'tracestate')) t(tab, col);
+SELECT col_default_is('jobqueue', t.tab, 'traceparent',
+	$$NULLIF(current_setting('jobqueue.traceparent'::text, true), ''::text)$$,
+	format('%s.traceparent defaults to jobqueue.traceparent', t.tab))
+FROM (VALUES ('jobs'), ('schedules')) t(tab);
+SELECT col_hasnt_default('jobqueue', 'jobs', 'trace_origin', 'jobs.trace_origin has no default');
 
 SELECT * FROM finish();
 ROLLBACK;
