@@ -106,75 +106,8 @@ COMMENT ON FUNCTION jobqueue.jq_schedules() IS
 	'every schedule with its next run, by name; the payload only for roles that may read jobs'' payloads';
 REVOKE ALL ON FUNCTION jobqueue.jq_schedules() FROM PUBLIC;
 
--- The sets of rights: jq_fail's new signature; jq_jobs and jq_schedules
--- for admins and monitors ...
-CREATE OR REPLACE FUNCTION jobqueue.jq_role_functions(kind text)
-RETURNS SETOF regprocedure
-LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-	IF kind IS NULL THEN
-		RAISE EXCEPTION 'kind must not be null' USING ERRCODE = 'null_value_not_allowed';
-	END IF;
-	RETURN QUERY
-		SELECT r.p FROM pg_catalog.unnest(CASE kind
-			WHEN 'producer' THEN ARRAY[
-				'jobqueue.jq_enqueue(text, jsonb, integer, timestamp with time zone, integer, text, bigint[], text)',
-				'jobqueue.jq_enqueue_many(text, jsonb[], integer, timestamp with time zone, bigint[], text[])',
-				'jobqueue.jq_job(bigint)']
-			WHEN 'worker' THEN ARRAY[
-				'jobqueue.jq_claim(text, integer, text, interval)',
-				'jobqueue.jq_complete(bigint, bigint, jsonb)',
-				'jobqueue.jq_complete_many(bigint[], bigint[], jsonb[])',
-				'jobqueue.jq_complete_and_claim(text, bigint[], bigint[], integer, text, interval, jsonb[])',
-				'jobqueue.jq_fail(bigint, bigint, text, text, boolean, interval, jsonb, text)',
-				'jobqueue.jq_heartbeat(bigint, bigint, interval)',
-				'jobqueue.jq_release(bigint, bigint, interval)',
-				'jobqueue.jq_progress(bigint, bigint, jsonb)',
-				'jobqueue.jq_job(bigint)']
-			WHEN 'admin' THEN ARRAY[
-				'jobqueue.jq_create_queue(text, integer, interval, interval, interval, interval, interval, boolean, integer, boolean, text, interval, double precision, integer)',
-				'jobqueue.jq_alter_queue(text, integer, interval, interval, interval, interval, interval, boolean, boolean, integer, boolean, text, interval, double precision, integer)',
-				'jobqueue.jq_drop_queue(text, boolean)',
-				'jobqueue.jq_pause_queue(text)',
-				'jobqueue.jq_resume_queue(text)',
-				'jobqueue.jq_cancel(bigint)',
-				'jobqueue.jq_retry(bigint, timestamp with time zone)',
-				'jobqueue.jq_retry_dead(text, text, integer)',
-				'jobqueue.jq_purge(text, interval, integer)',
-				'jobqueue.jq_reap(integer)',
-				'jobqueue.jq_explain_claim(text, integer)',
-				'jobqueue.jq_finished_count(text, jobqueue.job_status)',
-				'jobqueue.jq_counters(boolean)',
-				'jobqueue.jq_counters_reset(text)',
-				'jobqueue.jq_worker_status()',
-				'jobqueue.jq_worker_tasks()',
-				'jobqueue.jq_job(bigint)',
-				'jobqueue.jq_jobs(text, jobqueue.job_status, integer, bigint, text, text)',
-				'jobqueue.jq_group_stats(text)',
-				'jobqueue.jq_cron_next(text, timestamp with time zone, text, integer)',
-				'jobqueue.jq_schedule(text, text, text, jsonb, text, integer, text, boolean)',
-				'jobqueue.jq_unschedule(text)',
-				'jobqueue.jq_schedules()',
-				'jobqueue.jq_run_schedules()',
-				'jobqueue.jq_rate_limits()']
-			WHEN 'monitor' THEN ARRAY[
-				'jobqueue.jq_finished_count(text, jobqueue.job_status)',
-				'jobqueue.jq_counters(boolean)',
-				'jobqueue.jq_worker_status()',
-				'jobqueue.jq_worker_tasks()',
-				'jobqueue.jq_jobs(text, jobqueue.job_status, integer, bigint, text, text)',
-				'jobqueue.jq_group_stats(text)',
-				'jobqueue.jq_cron_next(text, timestamp with time zone, text, integer)',
-				'jobqueue.jq_schedules()',
-				'jobqueue.jq_rate_limits()']
-			END) AS f(name)
-		-- functions of later versions or of other features may be missing
-		CROSS JOIN LATERAL pg_catalog.to_regprocedure(f.name) AS r(p)
-		WHERE r.p IS NOT NULL;
-END
-$$;
-
+-- The sets of rights (jq_role_functions, at the end of this script) gain
+-- jq_jobs and jq_schedules for admins and monitors ...
 COMMENT ON FUNCTION jobqueue.jq_grant_admin(regrole) IS
 	'let a role manage queues and schedules, list, cancel, replay, reap and purge jobs, and read statistics and counters';
 COMMENT ON FUNCTION jobqueue.jq_grant_monitor(regrole) IS
@@ -456,84 +389,8 @@ DROP FUNCTION jobqueue.jq_schedule(text, text, text, jsonb, text, integer, text,
 DROP FUNCTION jobqueue.jq_claim_1_3(text, int, text, interval);
 DROP FUNCTION jobqueue.jq_complete_and_claim_1_3(text, bigint[], bigint[], int, text, interval, jsonb[]);
 
--- The sets of rights: the new functions for admins and monitors, the new
--- signatures of jq_enqueue, jq_enqueue_many and jq_schedule ...
-CREATE OR REPLACE FUNCTION jobqueue.jq_role_functions(kind text)
-RETURNS SETOF regprocedure
-LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-	IF kind IS NULL THEN
-		RAISE EXCEPTION 'kind must not be null' USING ERRCODE = 'null_value_not_allowed';
-	END IF;
-	RETURN QUERY
-		SELECT r.p FROM pg_catalog.unnest(CASE kind
-			WHEN 'producer' THEN ARRAY[
-				'jobqueue.jq_enqueue(text, jsonb, integer, timestamp with time zone, integer, text, bigint[], text, text, text)',
-				'jobqueue.jq_enqueue_many(text, jsonb[], integer, timestamp with time zone, bigint[], text[], text, text)',
-				'jobqueue.jq_job(bigint)']
-			WHEN 'worker' THEN ARRAY[
-				'jobqueue.jq_claim(text, integer, text, interval)',
-				'jobqueue.jq_complete(bigint, bigint, jsonb)',
-				'jobqueue.jq_complete_many(bigint[], bigint[], jsonb[])',
-				'jobqueue.jq_complete_and_claim(text, bigint[], bigint[], integer, text, interval, jsonb[])',
-				'jobqueue.jq_fail(bigint, bigint, text, text, boolean, interval, jsonb, text)',
-				'jobqueue.jq_heartbeat(bigint, bigint, interval)',
-				'jobqueue.jq_release(bigint, bigint, interval)',
-				'jobqueue.jq_progress(bigint, bigint, jsonb)',
-				'jobqueue.jq_job(bigint)']
-			WHEN 'admin' THEN ARRAY[
-				'jobqueue.jq_create_queue(text, integer, interval, interval, interval, interval, interval, boolean, integer, boolean, text, interval, double precision, integer)',
-				'jobqueue.jq_alter_queue(text, integer, interval, interval, interval, interval, interval, boolean, boolean, integer, boolean, text, interval, double precision, integer)',
-				'jobqueue.jq_drop_queue(text, boolean)',
-				'jobqueue.jq_pause_queue(text)',
-				'jobqueue.jq_resume_queue(text)',
-				'jobqueue.jq_cancel(bigint)',
-				'jobqueue.jq_retry(bigint, timestamp with time zone)',
-				'jobqueue.jq_retry_dead(text, text, integer)',
-				'jobqueue.jq_purge(text, interval, integer)',
-				'jobqueue.jq_reap(integer)',
-				'jobqueue.jq_explain_claim(text, integer)',
-				'jobqueue.jq_recount_groups(text)',
-				'jobqueue.jq_finished_count(text, jobqueue.job_status)',
-				'jobqueue.jq_counters(boolean)',
-				'jobqueue.jq_counters_reset(text)',
-				'jobqueue.jq_latency(text)',
-				'jobqueue.jq_latency_buckets(text)',
-				'jobqueue.jq_latency_reset(text)',
-				'jobqueue.jq_error_counts(text)',
-				'jobqueue.jq_worker_status()',
-				'jobqueue.jq_worker_tasks()',
-				'jobqueue.jq_job(bigint)',
-				'jobqueue.jq_jobs(text, jobqueue.job_status, integer, bigint, text, text)',
-				'jobqueue.jq_group_stats(text)',
-				'jobqueue.jq_cron_next(text, timestamp with time zone, text, integer)',
-				'jobqueue.jq_schedule(text, text, text, jsonb, text, integer, text, boolean, text, text)',
-				'jobqueue.jq_unschedule(text)',
-				'jobqueue.jq_schedules()',
-				'jobqueue.jq_run_schedules()',
-				'jobqueue.jq_rate_limits()']
-			WHEN 'monitor' THEN ARRAY[
-				'jobqueue.jq_finished_count(text, jobqueue.job_status)',
-				'jobqueue.jq_counters(boolean)',
-				'jobqueue.jq_latency(text)',
-				'jobqueue.jq_latency_buckets(text)',
-				'jobqueue.jq_error_counts(text)',
-				'jobqueue.jq_worker_status()',
-				'jobqueue.jq_worker_tasks()',
-				'jobqueue.jq_jobs(text, jobqueue.job_status, integer, bigint, text, text)',
-				'jobqueue.jq_group_stats(text)',
-				'jobqueue.jq_cron_next(text, timestamp with time zone, text, integer)',
-				'jobqueue.jq_schedules()',
-				'jobqueue.jq_rate_limits()']
-			END) AS f(name)
-		-- functions of later versions or of other features may be missing
-		CROSS JOIN LATERAL pg_catalog.to_regprocedure(f.name) AS r(p)
-		WHERE r.p IS NOT NULL;
-END
-$$;
-
--- ... and so does every role that reads (or resets) the counters already
+-- The sets of rights gain the latency and error-count functions: every
+-- role that reads (or resets) the counters already gets them.
 DO $$
 DECLARE
 	r record;
@@ -686,3 +543,80 @@ CREATE TABLE jobqueue.group_rotation
 COMMENT ON TABLE jobqueue.group_rotation IS
 	'per round_robin queue: the last group a claim served, where the next claim of any session starts';
 REVOKE ALL ON jobqueue.group_rotation FROM PUBLIC;
+
+-- The sets of rights of 1.4: every function a producer, a worker, an admin
+-- or a monitor may call (jq_grant_* and the upgrade's grants read this).
+CREATE OR REPLACE FUNCTION jobqueue.jq_role_functions(kind text)
+RETURNS SETOF regprocedure
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF kind IS NULL THEN
+		RAISE EXCEPTION 'kind must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	RETURN QUERY
+		SELECT r.p FROM pg_catalog.unnest(CASE kind
+			WHEN 'producer' THEN ARRAY[
+				'jobqueue.jq_enqueue(text, jsonb, integer, timestamp with time zone, integer, text, bigint[], text, text, text)',
+				'jobqueue.jq_enqueue_many(text, jsonb[], integer, timestamp with time zone, bigint[], text[], text, text)',
+				'jobqueue.jq_job(bigint)']
+			WHEN 'worker' THEN ARRAY[
+				'jobqueue.jq_claim(text, integer, text, interval)',
+				'jobqueue.jq_complete(bigint, bigint, jsonb)',
+				'jobqueue.jq_complete_many(bigint[], bigint[], jsonb[])',
+				'jobqueue.jq_complete_and_claim(text, bigint[], bigint[], integer, text, interval, jsonb[])',
+				'jobqueue.jq_fail(bigint, bigint, text, text, boolean, interval, jsonb, text)',
+				'jobqueue.jq_heartbeat(bigint, bigint, interval)',
+				'jobqueue.jq_release(bigint, bigint, interval)',
+				'jobqueue.jq_progress(bigint, bigint, jsonb)',
+				'jobqueue.jq_job(bigint)']
+			WHEN 'admin' THEN ARRAY[
+				'jobqueue.jq_create_queue(text, integer, interval, interval, interval, interval, interval, boolean, integer, boolean, text, interval, double precision, integer)',
+				'jobqueue.jq_alter_queue(text, integer, interval, interval, interval, interval, interval, boolean, boolean, integer, boolean, text, interval, double precision, integer)',
+				'jobqueue.jq_drop_queue(text, boolean)',
+				'jobqueue.jq_pause_queue(text)',
+				'jobqueue.jq_resume_queue(text)',
+				'jobqueue.jq_cancel(bigint)',
+				'jobqueue.jq_retry(bigint, timestamp with time zone)',
+				'jobqueue.jq_retry_dead(text, text, integer)',
+				'jobqueue.jq_purge(text, interval, integer)',
+				'jobqueue.jq_reap(integer)',
+				'jobqueue.jq_explain_claim(text, integer)',
+				'jobqueue.jq_recount_groups(text)',
+				'jobqueue.jq_finished_count(text, jobqueue.job_status)',
+				'jobqueue.jq_counters(boolean)',
+				'jobqueue.jq_counters_reset(text)',
+				'jobqueue.jq_latency(text)',
+				'jobqueue.jq_latency_buckets(text)',
+				'jobqueue.jq_latency_reset(text)',
+				'jobqueue.jq_error_counts(text)',
+				'jobqueue.jq_worker_status()',
+				'jobqueue.jq_worker_tasks()',
+				'jobqueue.jq_job(bigint)',
+				'jobqueue.jq_jobs(text, jobqueue.job_status, integer, bigint, text, text)',
+				'jobqueue.jq_group_stats(text)',
+				'jobqueue.jq_cron_next(text, timestamp with time zone, text, integer)',
+				'jobqueue.jq_schedule(text, text, text, jsonb, text, integer, text, boolean, text, text)',
+				'jobqueue.jq_unschedule(text)',
+				'jobqueue.jq_schedules()',
+				'jobqueue.jq_run_schedules()',
+				'jobqueue.jq_rate_limits()']
+			WHEN 'monitor' THEN ARRAY[
+				'jobqueue.jq_finished_count(text, jobqueue.job_status)',
+				'jobqueue.jq_counters(boolean)',
+				'jobqueue.jq_latency(text)',
+				'jobqueue.jq_latency_buckets(text)',
+				'jobqueue.jq_error_counts(text)',
+				'jobqueue.jq_worker_status()',
+				'jobqueue.jq_worker_tasks()',
+				'jobqueue.jq_jobs(text, jobqueue.job_status, integer, bigint, text, text)',
+				'jobqueue.jq_group_stats(text)',
+				'jobqueue.jq_cron_next(text, timestamp with time zone, text, integer)',
+				'jobqueue.jq_schedules()',
+				'jobqueue.jq_rate_limits()']
+			END) AS f(name)
+		-- functions of later versions or of other features may be missing
+		CROSS JOIN LATERAL pg_catalog.to_regprocedure(f.name) AS r(p)
+		WHERE r.p IS NOT NULL;
+END
+$$;
