@@ -16,7 +16,9 @@ use HTTP::Tiny;
 use Time::HiRes qw(usleep);
 
 # Read the queries file: top-level keys, their "query: |" blocks and the
-# metric (column) names.  A small reader for the subset of YAML used there.
+# metric (column) names; a HISTOGRAM column c is four columns (c: the
+# bounds, c_bucket: the cumulative counts, c_sum, c_count).  A small
+# reader for the subset of YAML used there.
 my $file = 'contrib/prometheus/queries.yaml';
 open(my $fh, '<', $file) or die "could not open $file: $!";
 my (%queries, %columns, $name, $in_query);
@@ -43,6 +45,11 @@ while (my $line = <$fh>)
 		$in_query = 0;
 		push @{ $columns{$name} }, $1;
 	}
+	elsif ($line =~ /^        usage: "HISTOGRAM"\s*$/)
+	{
+		my $c = $columns{$name}[-1];
+		push @{ $columns{$name} }, "${c}_bucket", "${c}_sum", "${c}_count";
+	}
 	else
 	{
 		$in_query = 0;
@@ -50,8 +57,8 @@ while (my $line = <$fh>)
 }
 close $fh;
 is_deeply([ sort keys %queries ],
-	[qw(jobqueue_events jobqueue_queue jobqueue_rate_limit jobqueue_worker jobqueue_worker_task)],
-	'the queries file has the queue, event, worker, worker task and rate limit queries');
+	[qw(jobqueue_errors jobqueue_events jobqueue_latency jobqueue_queue jobqueue_rate_limit jobqueue_worker jobqueue_worker_task)],
+	'the queries file has the queue, event, latency, error, worker, worker task and rate limit queries');
 
 my $node = jq_node('monitoring', worker => 'off');
 
@@ -67,6 +74,22 @@ $node->safe_psql(
 	SELECT jobqueue.jq_complete(id, token) FROM jobqueue.jq_claim('mon', 1, 'w');
 	SELECT jobqueue.jq_complete(id, token + 1) FROM jobqueue.jq_claim('mon', 1, 'w');
 	SELECT jobqueue.jq_fail(id, token, 'E', retryable => false) FROM jobqueue.jq_claim('mon', 1, 'w');
+});
+
+# Latency, failures by code, releases and expired leases in a queue of
+# their own: one job completed, one failed and retried, one released, one
+# whose lease the reaper finds expired.
+$node->safe_psql(
+	'postgres', q{
+	SELECT jobqueue.jq_create_queue('mon_obs', lease_duration => '1 hour');
+	SELECT count(*) FROM jobqueue.jq_enqueue_many('mon_obs', ARRAY['{}', '{}', '{}', '{}']::jsonb[]);
+	SELECT jobqueue.jq_complete(id, token) FROM jobqueue.jq_claim('mon_obs', 1, 'w');
+	SELECT jobqueue.jq_fail(id, token, 'E_TIMEOUT', retry_in => '1 hour') FROM jobqueue.jq_claim('mon_obs', 1, 'w');
+	SELECT jobqueue.jq_release(id, token, delay => '1 hour') FROM jobqueue.jq_claim('mon_obs', 1, 'w');
+	SELECT count(*) FROM jobqueue.jq_claim('mon_obs', 1, 'w');
+	UPDATE jobqueue.jobs SET lease_expires_at = pg_catalog.now() - interval '1 second'
+	WHERE queue_name = 'mon_obs' AND status = 'running';
+	SELECT jobqueue.jq_reap();
 });
 
 foreach my $q (sort keys %queries)
@@ -88,8 +111,8 @@ like($row, qr/^postgres\|mon\|0\|1\|1\|0\|1\|0\|1\|1\|0\|/,
 
 my $events = $node->safe_psql('postgres',
 	"SET ROLE jobqueue_exporter;\n" . $queries{jobqueue_events} =~ s/FROM jobqueue.jq_counters\(\) c/FROM jobqueue.jq_counters() c WHERE c.queue_name = 'mon'/r);
-like($events, qr/^postgres\|mon\|4\|3\|1\|1\|0\|0\|1\|0\|0\|1\|0\|0\|3\|/,
-	'event counters: 4 enqueued, 3 claimed, 1 completed, 1 fenced, 1 permanent failure dead-lettered, 3 claim calls');
+like($events, qr/^postgres\|mon\|4\|3\|1\|1\|0\|0\|1\|0\|0\|0\|1\|0\|0\|3\|/,
+	'event counters: 4 enqueued, 3 claimed, 1 completed, 1 fenced, 1 permanent failure dead-lettered, 0 released, 3 claim calls');
 
 my $rl = $node->safe_psql('postgres',
 	"SET ROLE jobqueue_exporter;\n" . $queries{jobqueue_rate_limit});
@@ -143,6 +166,28 @@ while (time() < $deadline)
 }
 kill 'TERM', $pid;
 waitpid($pid, 0);
+
+# The scrape as series: "name" => [ [ {labels}, value ], ... ]
+my %scraped;
+foreach my $l (split /\n/, $metrics)
+{
+	next unless $l =~ /^(jobqueue_\w+)\{([^}]*)\} (\S+)$/;
+	my ($n, $ls, $v) = ($1, $2, $3);
+	my %labels = ($ls =~ /(\w+)="([^"]*)"/g);
+	push @{ $scraped{$n} }, [ \%labels, $v ];
+}
+
+# The value of series $n whose labels include %want (undef if none).
+sub scraped
+{
+	my ($n, %want) = @_;
+	foreach my $s (@{ $scraped{$n} // [] })
+	{
+		next if grep { ($s->[0]{$_} // "\0") ne $want{$_} } keys %want;
+		return $s->[1];
+	}
+	return undef;
+}
 ok($metrics ne '', 'postgres_exporter serves the jobqueue metrics')
   or diag(slurp_file($elog));
 like($metrics, qr/^jobqueue_queue_ready\{[^}]*queue_name="mon"[^}]*\} 1$/m,
@@ -151,6 +196,67 @@ like($metrics, qr/^jobqueue_queue_dead\{[^}]*queue_name="mon"[^}]*\} 1$/m,
 	'... and 1 dead job');
 like($metrics, qr/^jobqueue_rate_limit_claims_limited\{[^}]*queue_name="mon_rl"[^}]*\} 1$/m,
 	'... and the rate limit bucket of mon_rl');
+# The histograms the exporter serves are those of jq_latency_buckets and
+# jq_latency, bucket for bucket.
+my $sql_buckets = $node->safe_psql('postgres', q{
+	SELECT kind, le, count FROM jobqueue.jq_latency_buckets('mon_obs')
+	WHERE bucket % 16 = 0 OR le = 'Infinity' ORDER BY kind, bucket});
+my (%sql_hist, $hist_ok, $hist_n);
+$hist_ok = 1;
+$hist_n = 0;
+foreach my $r (split /\n/, $sql_buckets)
+{
+	my ($kind, $le, $count) = split /\|/, $r;
+	$le = '+Inf' if $le eq 'Infinity';
+	my $got = scraped('jobqueue_latency_seconds_bucket',
+		queue_name => 'mon_obs', kind => $kind, le => $le);
+	$hist_n++;
+	if (!defined $got || $got != $count)
+	{
+		$hist_ok = 0;
+		diag("$kind le=$le: SQL $count, exporter " . ($got // 'none'));
+	}
+}
+ok($hist_ok && $hist_n == 3 * 34,
+	'jobqueue_latency_seconds_bucket: 34 buckets (one per octave and +Inf) of wait, run and total, as jq_latency_buckets says');
+my $sql_lat = $node->safe_psql('postgres', q{
+	SELECT kind, count, EXTRACT(epoch FROM sum) FROM jobqueue.jq_latency('mon_obs') ORDER BY kind});
+is($node->safe_psql('postgres', q{
+	SELECT string_agg(kind || ':' || count, ',' ORDER BY kind) FROM jobqueue.jq_latency('mon_obs')}),
+	'run:4,total:1,wait:4',
+	'jq_latency: 4 waits and 4 runs (completed, failed, released, reaped), 1 total (the completed job)');
+foreach my $r (split /\n/, $sql_lat)
+{
+	my ($kind, $count, $sum) = split /\|/, $r;
+	is(scraped('jobqueue_latency_seconds_count', queue_name => 'mon_obs', kind => $kind),
+		$count, "jobqueue_latency_seconds_count of $kind is jq_latency's count ($count)");
+	my $got = scraped('jobqueue_latency_seconds_sum', queue_name => 'mon_obs', kind => $kind);
+	ok(defined $got && abs($got - $sum) <= 1e-6 * (1 + $sum),
+		"jobqueue_latency_seconds_sum of $kind is jq_latency's sum ($sum)")
+	  or diag('exporter: ' . ($got // 'none'));
+}
+
+# Failures by code and attempt, releases and expired leases
+is($node->safe_psql('postgres', q{
+	SELECT string_agg(error_code || '|' || attempt || '|' || retries || '|' || dead_lettered, ',' ORDER BY error_code)
+	FROM jobqueue.jq_error_counts('mon_obs')}),
+	'E_TIMEOUT|1|1|0,LEASE_EXPIRED|1|1|0',
+	'jq_error_counts: E_TIMEOUT and LEASE_EXPIRED at attempt 1, each retried once');
+foreach my $code (qw(E_TIMEOUT LEASE_EXPIRED))
+{
+	is(scraped('jobqueue_errors_retries', queue_name => 'mon_obs', error_code => $code, attempt => '1'),
+		1, "jobqueue_errors_retries of $code at attempt 1: 1");
+	is(scraped('jobqueue_errors_dead_lettered', queue_name => 'mon_obs', error_code => $code, attempt => '1'),
+		0, "jobqueue_errors_dead_lettered of $code at attempt 1: 0");
+}
+is(scraped('jobqueue_errors_dead_lettered', queue_name => 'mon', error_code => 'E', attempt => '1'),
+	1, 'jobqueue_errors_dead_lettered of the permanent failure in mon: 1');
+is($node->safe_psql('postgres',
+		"SELECT released || '|' || leases_expired FROM jobqueue.jq_counters() WHERE queue_name = 'mon_obs'"),
+	'1|1', 'jq_counters: 1 released, 1 lease expired');
+is(scraped('jobqueue_events_released', queue_name => 'mon_obs'), 1, 'jobqueue_events_released: 1');
+is(scraped('jobqueue_events_leases_expired', queue_name => 'mon_obs'), 1, 'jobqueue_events_leases_expired: 1');
+
 my %served = map { $_ => 1 } ($metrics =~ /^(jobqueue_\w+)\{/mg);
 my %used = map { $_ => 1 } (slurp_file($rules) =~ /\b(jobqueue_\w+)\b/g);
 # jq_worker_tasks() has no rows with the worker off: its metric names
