@@ -2,8 +2,11 @@
 # runs as a role given only jq_grant_monitor, and returns exactly the
 # columns its metrics list declares, with the expected values after some
 # traffic; postgres_exporter (Debian's prometheus-postgres-exporter) serves
-# them as the metrics the alert rules of contrib/prometheus/alerts.yaml
-# use, and promtool accepts the rules.
+# them with the values SQL gives (the latency histograms bucket by bucket,
+# the error counts, releases and expired leases) as the metrics the alert
+# rules of contrib/prometheus/alerts.yaml and the Grafana dashboard
+# contrib/grafana/jobqueue.json use; promtool accepts the rules, their unit
+# tests and the dashboard's queries.
 
 use strict;
 use warnings;
@@ -14,6 +17,7 @@ use JobqueueTest;
 use Test::More;
 use HTTP::Tiny;
 use Time::HiRes qw(usleep);
+use JSON::PP;
 
 # Read the queries file: top-level keys, their "query: |" blocks and the
 # metric (column) names; a HISTOGRAM column c is four columns (c: the
@@ -265,5 +269,51 @@ $served{"jobqueue_worker_task_$_"} = 1 foreach @{ $columns{jobqueue_worker_task}
 my @missing = grep { !$served{$_} } sort keys %used;
 is_deeply(\@missing, [], 'every metric of alerts.yaml is one the exporter serves');
 ok(scalar(keys %used) >= 8, 'the rules use the metrics of several queries');
+
+# The Grafana dashboard: valid JSON, every panel has queries, every query
+# parses as PromQL (promtool checks them as recording rules, Grafana's
+# variables replaced as Grafana does), and uses only metrics and labels
+# the exporter serves.
+my $dfile = 'contrib/grafana/jobqueue.json';
+my $dash = eval { decode_json(slurp_file($dfile)) };
+ok($dash, "$dfile is valid JSON") or diag($@);
+my @panels = map { ($_, @{ $_->{panels} // [] }) } @{ $dash->{panels} // [] };
+my @graphs = grep { $_->{type} ne 'row' } @panels;
+is_deeply([ map { $_->{title} } grep { !@{ $_->{targets} // [] } } @graphs ], [],
+	'every panel of the dashboard has a query');
+my @exprs = map { map { $_->{expr} } @{ $_->{targets} } } @graphs;
+my @vars = map { $_->{definition} =~ /^label_values\((.*), \w+\)$/ ? $1 : () }
+  grep { $_->{type} eq 'query' } @{ $dash->{templating}{list} };
+is(scalar(@vars), 2, 'the dashboard\'s database and queue variables are label_values of a metric');
+my $drules = $node->basedir . '/dashboard_rules.yaml';
+my $json = JSON::PP->new->allow_nonref;
+open(my $dr, '>', $drules) or die "could not write $drules: $!";
+print $dr "groups:\n  - name: dashboard\n    rules:\n";
+my $i = 0;
+foreach my $e (@exprs, @vars)
+{
+	my $promql = $e =~ s/\$__rate_interval/5m/gr =~ s/\$(datname|queue)\b/.*/gr;
+	$i++;
+	print $dr "      - record: jobqueue:dashboard_$i\n        expr: " . $json->encode($promql) . "\n";
+}
+close $dr;
+my $dcheck = `promtool check rules $drules 2>&1`;
+is($?, 0, 'every query of the dashboard parses as PromQL (promtool check rules)') or diag($dcheck);
+like($dcheck, qr/SUCCESS: $i rules found/, "... all $i of them");
+my @dmissing = grep { !$served{$_} } sort keys %{ { map { $_ => 1 } (join("\n", @exprs, @vars) =~ /\b(jobqueue_\w+)\b/g) } };
+is_deeply(\@dmissing, [], 'every metric of the dashboard is one the exporter serves');
+my %labels = (le => 1);
+foreach my $n (keys %scraped)
+{
+	$labels{$_} = 1 foreach map { keys %{ $_->[0] } } @{ $scraped{$n} };
+}
+$labels{task} = 1;    # jobqueue_worker_task_*: no rows with the worker off
+my @dlabels = map { (/\bby \(([^)]*)\)/g, /(\w+)=~?"/g) } @exprs;
+my @unknown = grep { !$labels{$_} } sort keys %{ { map { $_ => 1 } map { split /,\s*/ } @dlabels } };
+is_deeply(\@unknown, [], 'every label the dashboard groups or filters by is one the exporter serves');
+ok(scalar(grep { /histogram_quantile\(0\.99, .*kind="wait"/ } @exprs) == 1
+	  && scalar(grep { /histogram_quantile\(0\.5, .*kind="run"/ } @exprs) == 1
+	  && scalar(grep { /jobqueue_errors_\w+.*by \(queue_name, error_code\)|by \(queue_name, error_code\).*jobqueue_errors_/ } @exprs) >= 1,
+	'the dashboard has the p99 wait, the p50 run time and the errors by code');
 
 done_testing();
