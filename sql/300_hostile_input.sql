@@ -755,6 +755,30 @@ FROM (VALUES
 ORDER BY v.ord;
 
 --------------------------------------------------------------------------
+-- 1.4: per-group overrides
+--------------------------------------------------------------------------
+SELECT v.label, pg_temp.try(v.stmt) AS result
+FROM (VALUES
+		(1, 'set_group_limit(NULL queue)', $$SELECT jobqueue.jq_set_group_limit(NULL, 'g', 1)$$),
+		(2, 'set_group_limit(1 MB queue)', $$SELECT jobqueue.jq_set_group_limit(pg_catalog.repeat('q', 1024 * 1024), 'g', 1)$$),
+		(3, 'set_group_limit(queue is SQL)', $$SELECT jobqueue.jq_set_group_limit('x''; DROP TABLE jobqueue.jobs; --', 'g', 1)$$),
+		(4, 'set_group_limit(NULL group)', $$SELECT jobqueue.jq_set_group_limit('hostile', NULL, 1)$$),
+		(5, 'set_group_limit(1 MB group)', $$SELECT jobqueue.jq_set_group_limit('hostile', pg_catalog.repeat('g', 1024 * 1024), 1)$$),
+		(6, 'set_group_limit(int min)', $$SELECT jobqueue.jq_set_group_limit('hostile', 'g', -2147483648)$$),
+		(7, 'set_group_limit(rate NaN)', $$SELECT jobqueue.jq_set_group_limit('hostile', 'g', rate_limit => 'NaN')$$),
+		(8, 'set_group_limit(rate -Infinity)', $$SELECT jobqueue.jq_set_group_limit('hostile', 'g', rate_limit => '-Infinity')$$),
+		(9, 'set_group_limit(burst int max)', $$SELECT jobqueue.jq_set_group_limit('hostile', 'g', rate_burst => 2147483647)$$),
+		(10, 'set_group_limit(weight Infinity)', $$SELECT jobqueue.jq_set_group_limit('hostile', 'g', weight => 'Infinity')$$),
+		(11, 'set_group_limit(weight tiny negative)', $$SELECT jobqueue.jq_set_group_limit('hostile', 'g', weight => -1e-300)$$),
+		(12, 'set_group_limit(all NULL)', $$SELECT jobqueue.jq_set_group_limit('hostile', 'g')$$),
+		(13, 'group_limits(NULL)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_group_limits(NULL)$$),
+		(14, 'group_limits(1 MB queue)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_group_limits(pg_catalog.repeat('q', 1024 * 1024))$$),
+		(15, 'group_limits(unknown queue)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_group_limits('no_such_queue')$$),
+		(16, 'group_limits(hostile)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_group_limits('hostile')$$))
+	AS v(ord, label, stmt)
+ORDER BY v.ord;
+
+--------------------------------------------------------------------------
 -- Every function of the extension was called above.  A new function must
 -- be added to this test (and to this list) with its own hostile calls.
 --------------------------------------------------------------------------
@@ -780,6 +804,7 @@ WHERE d.classid = 'pg_catalog.pg_proc'::regclass AND d.deptype = 'e'
 						  'jq_worker_status', 'jq_worker_tasks',
 						  'jq_progress', 'jq_job',
 						  'jq_group_stats', 'jq_group_count', 'jq_recount_groups',
+						  'jq_set_group_limit', 'jq_group_limits',
 						  'jq_cron_next', 'jq_schedule', 'jq_unschedule',
 						  'jq_run_schedules', 'jq_rate_limits',
 						  'jq_jobs', 'jq_schedules')

@@ -544,6 +544,83 @@ COMMENT ON TABLE jobqueue.group_rotation IS
 	'per round_robin queue: the last group a claim served, where the next claim of any session starts';
 REVOKE ALL ON jobqueue.group_rotation FROM PUBLIC;
 
+------------------------------------------------------------------------------
+-- Controls: per-group overrides of a queue's group limits
+------------------------------------------------------------------------------
+
+/*
+ * One row per group with an override of its queue's group defaults
+ * (group_concurrency, the group rate limit, the fair-share weight); a NULL
+ * column takes the queue's default.  A claim reads a group's row only for
+ * the groups it visits (groups with ready jobs), through the primary key:
+ * overrides of groups without jobs cost nothing.  Written by
+ * jq_set_group_limit, which checks every value; the CHECK constraints
+ * guard hand-written rows.
+ */
+CREATE TABLE jobqueue.group_limits
+(
+	queue_name	text	NOT NULL REFERENCES jobqueue.queues ON DELETE CASCADE,
+	group_key	text	NOT NULL CHECK (group_key <> ''),
+	concurrency	integer	CHECK (concurrency >= 0),
+	rate_limit	double precision CHECK (rate_limit > 0 AND rate_limit <= 1000000),
+	rate_burst	integer	CHECK (rate_burst BETWEEN 1 AND 1000000),
+	weight		double precision CHECK (weight > 0 AND weight <= 1000000),
+	PRIMARY KEY (queue_name, group_key),
+	CHECK (concurrency IS NOT NULL OR rate_limit IS NOT NULL
+		   OR rate_burst IS NOT NULL OR weight IS NOT NULL)
+);
+COMMENT ON TABLE jobqueue.group_limits IS
+	'per (queue, group): overrides of the queue''s group defaults (concurrency, rate limit, burst, fair-share weight); NULL: the default';
+REVOKE ALL ON jobqueue.group_limits FROM PUBLIC;
+
+CREATE FUNCTION jobqueue.jq_set_group_limit(queue_name text, group_key text,
+	concurrency integer DEFAULT NULL, rate_limit double precision DEFAULT NULL,
+	rate_burst integer DEFAULT NULL, weight double precision DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'jq_set_group_limit'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION jobqueue.jq_set_group_limit(text, text, integer, double precision, integer, double precision) IS
+	'set the overrides of one group of a queue (concurrency, rate limit, burst, fair-share weight); all NULL removes them';
+REVOKE ALL ON FUNCTION jobqueue.jq_set_group_limit(text, text, integer, double precision, integer, double precision) FROM PUBLIC;
+
+CREATE FUNCTION jobqueue.jq_group_limits(queue_name text)
+RETURNS TABLE (group_key text, concurrency integer, rate_limit double precision,
+	rate_burst integer, weight double precision)
+AS 'MODULE_PATHNAME', 'jq_group_limits'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION jobqueue.jq_group_limits(text) IS
+	'the overrides of the groups of a queue, by group key';
+REVOKE ALL ON FUNCTION jobqueue.jq_group_limits(text) FROM PUBLIC;
+
+-- Every role that holds the admin set gets both, a monitor jq_group_limits.
+DO $$
+DECLARE
+	r record;
+BEGIN
+	FOR r IN
+		SELECT a.grantee::pg_catalog.regrole AS grantee
+		FROM pg_catalog.pg_proc p
+		CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+		WHERE p.oid = 'jobqueue.jq_explain_claim(text, integer)'::pg_catalog.regprocedure
+		  AND a.privilege_type = 'EXECUTE' AND a.grantee <> 0 AND a.grantee <> p.proowner
+	LOOP
+		EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s',
+			'jobqueue.jq_set_group_limit(text, text, integer, double precision, integer, double precision)',
+			r.grantee);
+	END LOOP;
+	FOR r IN
+		SELECT a.grantee::pg_catalog.regrole AS grantee
+		FROM pg_catalog.pg_proc p
+		CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+		WHERE p.oid = 'jobqueue.jq_group_stats(text)'::pg_catalog.regprocedure
+		  AND a.privilege_type = 'EXECUTE' AND a.grantee <> 0 AND a.grantee <> p.proowner
+	LOOP
+		EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION jobqueue.jq_group_limits(text) TO %s',
+								  r.grantee);
+	END LOOP;
+END
+$$;
+
 -- The sets of rights of 1.4: every function a producer, a worker, an admin
 -- or a monitor may call (jq_grant_* and the upgrade's grants read this).
 CREATE OR REPLACE FUNCTION jobqueue.jq_role_functions(kind text)
@@ -595,6 +672,8 @@ BEGIN
 				'jobqueue.jq_job(bigint)',
 				'jobqueue.jq_jobs(text, jobqueue.job_status, integer, bigint, text, text)',
 				'jobqueue.jq_group_stats(text)',
+				'jobqueue.jq_set_group_limit(text, text, integer, double precision, integer, double precision)',
+				'jobqueue.jq_group_limits(text)',
 				'jobqueue.jq_cron_next(text, timestamp with time zone, text, integer)',
 				'jobqueue.jq_schedule(text, text, text, jsonb, text, integer, text, boolean, text, text)',
 				'jobqueue.jq_unschedule(text)',
@@ -611,6 +690,7 @@ BEGIN
 				'jobqueue.jq_worker_tasks()',
 				'jobqueue.jq_jobs(text, jobqueue.job_status, integer, bigint, text, text)',
 				'jobqueue.jq_group_stats(text)',
+				'jobqueue.jq_group_limits(text)',
 				'jobqueue.jq_cron_next(text, timestamp with time zone, text, integer)',
 				'jobqueue.jq_schedules()',
 				'jobqueue.jq_rate_limits()']

@@ -236,6 +236,14 @@ extern void jq_raise_unknown_queue(const char *queue_name);
 extern text *jq_arg_group_key(FunctionCallInfo fcinfo, int argno);
 extern ArrayType *jq_arg_group_keys(FunctionCallInfo fcinfo, int argno,
 									int npayloads);
+/*
+ * A queue has a group policy when its claims must look at groups: a
+ * per-group limit, strict order per group, or a fairness other than
+ * priority.  Q is the queues row (SQL for plans.c and grouplimits.c).
+ */
+#define JQ_GROUP_POLICY_SQL \
+	"(q.group_concurrency IS NOT NULL OR q.group_ordered OR q.fairness <> 'priority')"
+
 extern bool jq_ordering_installed(void);
 extern void jq_ordering_set_policy(FunctionCallInfo fcinfo, int argno,
 								   const char *queue_name, bool alter);

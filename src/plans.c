@@ -329,13 +329,7 @@
 	"RETURNING " JQ_OUTCOME_SQL("$2", JQ_QUEUE_NOTIFY_SQL, JQ_QUEUE_NOTIFY_FINISHED_SQL) ", " \
 	JQ_FAILED_OUTCOME_SQL
 
-/*
- * Ordering and fairness (ordering.c).  A queue has a group policy when its
- * claims must look at groups: a per-group limit, strict order per group,
- * or round-robin fairness.  Q is the queues row.
- */
-#define JQ_GROUP_POLICY_SQL \
-	"(q.group_concurrency IS NOT NULL OR q.group_ordered OR q.fairness <> 'priority')"
+/* Ordering and fairness (ordering.c): JQ_GROUP_POLICY_SQL in jobqueue.h */
 
 /*
  * The group key of a job enqueued without one: '' (the group of the jobs
@@ -363,7 +357,7 @@
  * without a group ('') has neither limit nor order.
  */
 #define JQ_GROUP_ADMISSIBLE_SQL \
-	"(gr.group_key = '' OR q.lim IS NULL OR gr.running < q.lim) " \
+	"(gr.group_key = '' OR o.lim IS NULL OR gr.running < o.lim) " \
 	"AND (gr.group_key = '' OR NOT q.ordered OR gr.running = 0) " \
 	"AND CASE WHEN q.ordered AND gr.group_key <> '' THEN (" \
 	"  SELECT h.status = 'pending' AND h.available_at <= $5 " \
@@ -412,11 +406,16 @@
  * row of jobqueue.groups locked (FOR UPDATE SKIP LOCKED, after the
  * conditions, which READ COMMITTED rechecks on the newest row version).
  * A group without a row (restored without triggers, not yet repaired) is
- * not served.
+ * not served.  o.lim: the group's limit, its override in
+ * jobqueue.group_limits (one primary key probe, only for the groups
+ * visited) or else the queue's group_concurrency.
  */
 #define JQ_GROUP_BRANCH_SQL(K, WHILE) \
-	"SELECT * FROM (SELECT b.group_key, b.running FROM " K " k CROSS JOIN LATERAL (" \
-	"  SELECT gr.group_key, gr.running FROM jobqueue.groups gr, q " \
+	"SELECT * FROM (SELECT b.group_key, b.running, b.lim FROM " K " k CROSS JOIN LATERAL (" \
+	"  SELECT gr.group_key, gr.running, o.lim FROM jobqueue.groups gr, q, " \
+	"    LATERAL (SELECT COALESCE((SELECT gl.concurrency FROM jobqueue.group_limits gl " \
+	"                              WHERE gl.queue_name = $1 AND gl.group_key = k.key " \
+	"                                AND gl.concurrency IS NOT NULL), q.lim) AS lim) o " \
 	"  WHERE gr.queue_name = $1 AND gr.group_key = k.key AND " JQ_GROUP_ADMISSIBLE_SQL \
 	"  FOR UPDATE OF gr SKIP LOCKED) b " \
 	"  WHERE k.key IS NOT NULL AND " WHILE " LIMIT $2) b "
@@ -1262,7 +1261,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * COMMITTED rechecks the conditions on it), so the limit and the strict
 	 * order hold against concurrent claims.  g: how many jobs each group
 	 * may give: 1 for a strictly ordered group (its head), the free slots
-	 * under group_concurrency, and for round_robin ceil(n / groups).  c: the
+	 * under its limit (its override, else group_concurrency), and for round_robin ceil(n / groups).  c: the
 	 * candidates of each group (its best ready jobs, or its head), ranked
 	 * by (turn, rotation position) for round_robin, by effective priority
 	 * otherwise; the first n are locked (SKIP LOCKED, status rechecked) and
@@ -1275,7 +1274,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"             pg_catalog.date_part('epoch', q.priority_aging) AS aging "
 		"           FROM jobqueue.queues q WHERE q.queue_name = $1 AND NOT q.paused), "
 		JQ_GROUP_WALKS_SQL ", "
-		"g0 AS (SELECT s.group_key, s.running, pg_catalog.row_number() OVER () AS pos "
+		"g0 AS (SELECT s.group_key, s.running, s.lim, pg_catalog.row_number() OVER () AS pos "
 		"       FROM (SELECT * FROM ("
 		JQ_GROUP_BRANCH_SQL("k0", "true")
 		"             UNION ALL "
@@ -1286,8 +1285,8 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"g AS (SELECT g0.group_key, g0.pos, "
 		"        (g0.group_key <> '' AND q.ordered) AS head_only, "
 		"        LEAST($2::bigint, "
-		"          CASE WHEN g0.group_key <> '' AND q.lim IS NOT NULL "
-		"               THEN q.lim - g0.running ELSE $2 END, "
+		"          CASE WHEN g0.group_key <> '' AND g0.lim IS NOT NULL "
+		"               THEN g0.lim - g0.running ELSE $2 END, "
 		"          " JQ_RR_SHARE_SQL ") AS cap "
 		"      " JQ_GROUPS_COUNTED_SQL "), "
 		"c AS (SELECT x.id, g.group_key, g.pos, " JQ_GROUP_RANK_SQL " "

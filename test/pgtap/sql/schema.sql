@@ -345,6 +345,18 @@ SELECT function_returns('jobqueue', 'jq_recount_groups', ARRAY['text'], 'bigint'
 SELECT has_table('jobqueue', 'group_rotation', 'table jobqueue.group_rotation exists');
 SELECT col_is_pk('jobqueue', 'group_rotation', 'queue_name', 'group_rotation has the primary key queue_name');
 SELECT fk_ok('jobqueue', 'group_rotation', 'queue_name', 'jobqueue', 'queues', 'queue_name');
+SELECT has_table('jobqueue', 'group_limits', 'table jobqueue.group_limits exists');
+SELECT col_is_pk('jobqueue', 'group_limits', ARRAY['queue_name', 'group_key'], 'group_limits has the primary key (queue_name, group_key)');
+SELECT fk_ok('jobqueue', 'group_limits', 'queue_name', 'jobqueue', 'queues', 'queue_name');
+SELECT col_type_is('jobqueue', 'group_limits', 'concurrency', 'integer', 'group_limits.concurrency is integer');
+SELECT col_type_is('jobqueue', 'group_limits', 'rate_limit', 'double precision', 'group_limits.rate_limit is double precision');
+SELECT col_type_is('jobqueue', 'group_limits', 'rate_burst', 'integer', 'group_limits.rate_burst is integer');
+SELECT col_type_is('jobqueue', 'group_limits', 'weight', 'double precision', 'group_limits.weight is double precision');
+SELECT has_function('jobqueue', 'jq_set_group_limit', ARRAY['text', 'text', 'integer', 'double precision', 'integer', 'double precision']);
+SELECT is_definer('jobqueue', 'jq_set_group_limit', ARRAY['text', 'text', 'integer', 'double precision', 'integer', 'double precision']);
+SELECT function_returns('jobqueue', 'jq_set_group_limit', ARRAY['text', 'text', 'integer', 'double precision', 'integer', 'double precision'], 'void');
+SELECT has_function('jobqueue', 'jq_group_limits', ARRAY['text']);
+SELECT is_definer('jobqueue', 'jq_group_limits', ARRAY['text']);
 
 --
 -- 1.4: the trace context of jobs and schedules, defaulting to the session's
