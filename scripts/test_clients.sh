@@ -194,6 +194,32 @@ suite_node() {
 	set -e
 	count node "$p" "$f"
 	node_install
+	node_otel
+}
+
+# The worker's OpenTelemetry spans (clients/node/test-otel), in an
+# application directory of their own, as an application has them: the
+# packed client and, from npm, @opentelemetry/api with the SDK's
+# in-memory exporter (packages the client does not depend on).
+node_otel() {
+	log "Node.js client: OpenTelemetry spans (test-otel, with @opentelemetry/sdk-trace-base)"
+	local app=$cdir/node-otel p=0 f=0 st
+	rm -rf "$app"
+	jq_owned_dir "$app"
+	cp "$dir/clients/node/test-otel/package.json" "$dir/clients/node/test-otel/"*.test.js "$app/"
+	chown -R "$JQ_PGUSER" "$app" 2>/dev/null || true
+	set +e
+	run_as "$app" bash -c '
+		set -e
+		npm install --prefer-offline --no-audit --no-fund --no-save --loglevel=error "$(npm pack --silent "$JQ_NODE_DIR")"
+		node --test' 2>&1 | tee "$cdir/node-otel.log"
+	st=${PIPESTATUS[0]}
+	set -e
+	p=$(sed -n 's/^# pass \([0-9]*\)$/\1/p' "$cdir/node-otel.log" | tail -n 1)
+	f=$(sed -n 's/^# fail \([0-9]*\)$/\1/p' "$cdir/node-otel.log" | tail -n 1)
+	p=${p:-0} f=${f:-1}
+	[ "$st" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+	count node-otel "$p" "$f"
 }
 
 # The install command of clients/node/README.md in a fresh application

@@ -12,7 +12,7 @@ const { wrapHandler } = require('./tracing');
 const CHANNEL = 'jobqueue';
 
 // A claim returns its jobs as one JSON array of [id, payload, attempt,
-// token] (in the order of the claim): one JSON.parse, instead of type
+// token, traceparent, tracestate, trace_origin] (in the order of the claim): one JSON.parse, instead of type
 // parsers and a row object per job.  The lease comes once per claim: a claim
 // gives all its jobs the same end (one start, the queue's lease), so its end
 // and the seconds left (against clock_timestamp(): the claim of
@@ -20,7 +20,7 @@ const CHANNEL = 'jobqueue';
 // formatted and parsed again for every job; min() would take the earliest
 // were they ever to differ.
 const jobsJson = (call) =>
-  'SELECT pg_catalog.json_agg(pg_catalog.json_build_array(c.id, c.payload, c.attempt, c.token, c.traceparent) ORDER BY c.n)::text AS jobs, ' +
+  'SELECT pg_catalog.json_agg(pg_catalog.json_build_array(c.id, c.payload, c.attempt, c.token, c.traceparent, c.tracestate, c.trace_origin) ORDER BY c.n)::text AS jobs, ' +
   'pg_catalog.min(c.lease_expires_at) AS expires, ' +
   "pg_catalog.date_part('epoch', pg_catalog.min(c.lease_expires_at) - pg_catalog.clock_timestamp()) AS remaining " +
   `FROM ${call} WITH ORDINALITY AS c(id, payload, attempt, token, lease_expires_at, traceparent, tracestate, trace_origin, n)`;
@@ -59,10 +59,13 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
  * aborted), and leaseExpiresAt's Date when first read.
  */
 class Job {
-  constructor(queue, id, payload, attempt, token, leaseExpiresAt, traceparent = null) {
+  constructor(queue, id, payload, attempt, token, leaseExpiresAt, traceparent = null, tracestate = null, traceOrigin = null) {
     this.id = id;
     /** The W3C trace context its producer recorded (jobqueue.traceparent), or null. */
     this.traceparent = traceparent;
+    this.tracestate = tracestate;
+    /** The traceparent of the job or schedule it came from (a dependency, a replay), or null. */
+    this.traceOrigin = traceOrigin;
     this.payload = payload;
     this.attempt = attempt;
     this.token = token;
@@ -127,6 +130,7 @@ class Worker {
     handleSignals = true,
     logger = defaultLogger,
     onJob,
+    tracing = true,
     pgOptions = {},
   } = {}) {
     const queues = Array.isArray(queue) ? [...new Set(queue)] : [queue];
@@ -154,7 +158,7 @@ class Worker {
     this.reconnect = [reconnectBase, reconnectMax];
     this.stats = { claimed: 0, completed: 0, failed: 0, released: 0, fenced: 0, heartbeats: 0, lost: 0, errors: 0 };
 
-    this._handle = wrapHandler(handler, onJob);
+    this._handle = wrapHandler(handler, onJob, tracing);
     // Per queue: claim at once (a notification came, or its last claim was
     // full), else at the next poll.  Claims take the queues in turn.
     this._q = queues.map((name) => ({ name, claimNow: true, nextPoll: 0 }));
@@ -514,9 +518,9 @@ class Worker {
     const rows = jobs === null ? [] : JSON.parse(jobs);
     const leaseMs = Math.max(1, remaining * 1000);
     const expiresMs = expires === null ? null : expires.getTime();
-    for (const [id, payload, attempt, token, traceparent] of rows) {
+    for (const [id, payload, attempt, token, traceparent, tracestate, traceOrigin] of rows) {
       const st = {
-        job: new Job(q.name, id, payload, attempt, token, expiresMs, traceparent),
+        job: new Job(q.name, id, payload, attempt, token, expiresMs, traceparent, tracestate, traceOrigin),
         deadline: t + leaseMs,
         nextHb: t + leaseMs * this.heartbeatFraction,
         started: false,

@@ -3,7 +3,7 @@
 const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const { Worker, PermanentError, RetryLater, classify, errorKind, Backoff } = require('..');
-const { wrapHandler } = require('../lib/tracing');
+const { wrapHandler, remoteSpanContext } = require('../lib/tracing');
 const { enqueueParams, policyArgs, interval, runAtDate } = require('../lib/client');
 const { cutBytes } = require('../lib/errors');
 
@@ -59,6 +59,31 @@ test('onJob wraps the handler; without it the handler is called as it is', async
   assert.equal(await w({ n: 21 }), 42);
   assert.deepEqual(seen, [21]);
   assert.throws(() => wrapHandler(h, 'no'), TypeError);
+  assert.throws(() => wrapHandler(h, undefined, 'yes'), TypeError);
+});
+
+test('without @opentelemetry/api (not a dependency) there is no span: the handler is called as it is', () => {
+  assert.throws(() => require('@opentelemetry/api'), { code: 'MODULE_NOT_FOUND' }, 'the test runs without the package');
+  const h = async () => null;
+  assert.equal(wrapHandler(h, undefined, true), h);
+  assert.equal(wrapHandler(h, undefined, false), h);
+});
+
+test('the parent of a span: a valid W3C traceparent, marked remote; anything else is none', () => {
+  const fakeApi = { createTraceState: (s) => ({ s }) };
+  assert.deepEqual(remoteSpanContext(fakeApi, '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', 'a=1'), {
+    traceId: '0af7651916cd43dd8448eb211c80319c',
+    spanId: 'b7ad6b7169203331',
+    traceFlags: 1,
+    isRemote: true,
+    traceState: { s: 'a=1' },
+  });
+  assert.equal(remoteSpanContext(fakeApi, '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00', null).traceFlags, 0);
+  for (const bad of [null, undefined, '', 'x', '00-00000000000000000000000000000000-b7ad6b7169203331-01',
+    '00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01', 'ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+    '00-0AF7651916CD43DD8448EB211C80319C-b7ad6b7169203331-01']) {
+    assert.equal(remoteSpanContext(fakeApi, bad, null), null, String(bad));
+  }
 });
 
 test('PermanentError is not retryable, with its code', () => {
