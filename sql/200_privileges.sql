@@ -132,7 +132,7 @@ SELECT jobqueue.jq_grant_producer('regress_jq_worker');
 SELECT jobqueue.jq_revoke_producer('regress_jq_worker');
 SELECT has_schema_privilege('regress_jq_worker', 'jobqueue', 'USAGE') AS worker_usage,
        has_function_privilege('regress_jq_worker', 'jobqueue.jq_claim(text, int, text, interval)', 'EXECUTE') AS worker_claims,
-       has_function_privilege('regress_jq_worker', 'jobqueue.jq_enqueue(text, jsonb, int, timestamptz, int, text, bigint[], text, text, text)', 'EXECUTE') AS worker_enqueues;
+       has_function_privilege('regress_jq_worker', 'jobqueue.jq_enqueue(text, jsonb, int, timestamptz, int, text, bigint[], text, text, text, text, interval, interval, timestamptz, float8)', 'EXECUTE') AS worker_enqueues;
 
 --
 -- The search_path attack.  A role that may create objects puts its own

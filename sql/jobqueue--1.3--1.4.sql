@@ -214,6 +214,8 @@ CREATE FUNCTION jobqueue.jq_counters(
 	OUT replayed bigint,
 	OUT purged bigint,
 	OUT released bigint,
+	OUT debounced bigint,
+	OUT expired bigint,
 	OUT claim_calls bigint,
 	OUT claim_time double precision,
 	OUT complete_calls bigint,
@@ -280,13 +282,18 @@ CREATE FUNCTION jobqueue.jq_enqueue(
 	depends_on bigint[] DEFAULT NULL,
 	group_key text DEFAULT NULL,
 	traceparent text DEFAULT NULL,
-	tracestate text DEFAULT NULL)
+	tracestate text DEFAULT NULL,
+	debounce_key text DEFAULT NULL,
+	debounce interval DEFAULT NULL,
+	debounce_max_wait interval DEFAULT NULL,
+	start_by timestamptz DEFAULT NULL,
+	cost float8 DEFAULT NULL)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'jq_enqueue'
 LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION jobqueue.jq_enqueue(text, jsonb, int, timestamptz, int, text, bigint[], text, text, text) IS
+COMMENT ON FUNCTION jobqueue.jq_enqueue(text, jsonb, int, timestamptz, int, text, bigint[], text, text, text, text, interval, interval, timestamptz, float8) IS
 	'add a job and return its id; with an idempotency key the queue already holds, return that job''s id; with depends_on, the job waits until those jobs have succeeded; traceparent (else jobqueue.traceparent) is recorded with it';
-REVOKE ALL ON FUNCTION jobqueue.jq_enqueue(text, jsonb, int, timestamptz, int, text, bigint[], text, text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobqueue.jq_enqueue(text, jsonb, int, timestamptz, int, text, bigint[], text, text, text, text, interval, interval, timestamptz, float8) FROM PUBLIC;
 
 CREATE FUNCTION jobqueue.jq_enqueue_many(
 	queue_name text,
@@ -296,13 +303,15 @@ CREATE FUNCTION jobqueue.jq_enqueue_many(
 	depends_on bigint[] DEFAULT NULL,
 	group_keys text[] DEFAULT NULL,
 	traceparent text DEFAULT NULL,
-	tracestate text DEFAULT NULL)
+	tracestate text DEFAULT NULL,
+	start_by timestamptz DEFAULT NULL,
+	cost float8 DEFAULT NULL)
 RETURNS SETOF bigint
 AS 'MODULE_PATHNAME', 'jq_enqueue_many'
 LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION jobqueue.jq_enqueue_many(text, jsonb[], int, timestamptz, bigint[], text[], text, text) IS
+COMMENT ON FUNCTION jobqueue.jq_enqueue_many(text, jsonb[], int, timestamptz, bigint[], text[], text, text, timestamptz, float8) IS
 	'add one job per payload in one statement; returns the ids in payload order; with depends_on, every job waits for those jobs; traceparent (else jobqueue.traceparent) is recorded with them';
-REVOKE ALL ON FUNCTION jobqueue.jq_enqueue_many(text, jsonb[], int, timestamptz, bigint[], text[], text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobqueue.jq_enqueue_many(text, jsonb[], int, timestamptz, bigint[], text[], text, text, timestamptz, float8) FROM PUBLIC;
 
 CREATE FUNCTION jobqueue.jq_schedule(
 	schedule_name text,
@@ -364,9 +373,9 @@ BEGIN
 		SELECT o.new_sig, a.grantee::pg_catalog.regrole AS grantee
 		FROM (VALUES
 			('jobqueue.jq_enqueue(text, jsonb, int, timestamptz, int, text, bigint[], text)',
-			 'jobqueue.jq_enqueue(text, jsonb, int, timestamptz, int, text, bigint[], text, text, text)'),
+			 'jobqueue.jq_enqueue(text, jsonb, int, timestamptz, int, text, bigint[], text, text, text, text, interval, interval, timestamptz, float8)'),
 			('jobqueue.jq_enqueue_many(text, jsonb[], int, timestamptz, bigint[], text[])',
-			 'jobqueue.jq_enqueue_many(text, jsonb[], int, timestamptz, bigint[], text[], text, text)'),
+			 'jobqueue.jq_enqueue_many(text, jsonb[], int, timestamptz, bigint[], text[], text, text, timestamptz, float8)'),
 			('jobqueue.jq_schedule(text, text, text, jsonb, text, integer, text, boolean)',
 			 'jobqueue.jq_schedule(text, text, text, jsonb, text, integer, text, boolean, text, text)'),
 			('jobqueue.jq_claim_1_3(text, int, text, interval)',
@@ -621,6 +630,199 @@ BEGIN
 END
 $$;
 
+------------------------------------------------------------------------------
+-- Controls: debounce, deadlines, admission limits, per-group limits and
+-- fair share (the columns and arguments; see docs/controls.md)
+------------------------------------------------------------------------------
+
+/*
+ * The controls' settings of a job:
+ * - debounce_key: while the job is pending and has never been claimed
+ *   (lease_token = 0), a debounced jq_enqueue with the same key replaces
+ *   it instead of adding a job (jobs_debounce_key_idx keeps one such job
+ *   per queue and key); debounce_until: the latest available_at a
+ *   replacement may set (the first enqueue + debounce_max_wait; NULL: no
+ *   bound).
+ * - start_by: a job not claimed by then never runs; it is cancelled with
+ *   last_error_code 'EXPIRED' (by a claim that meets it, or by the worker).
+ * - cost: the declared cost of the job for fair share, in seconds of
+ *   worker time (NULL: measured).
+ */
+CREATE DOMAIN jobqueue.debounce_key AS text
+	CONSTRAINT jobs_debounce_key_length CHECK (
+		pg_catalog.octet_length(VALUE) BETWEEN 1 AND 512);
+COMMENT ON DOMAIN jobqueue.debounce_key IS
+	'a debounce key: 1 to 512 bytes';
+CREATE DOMAIN jobqueue.job_cost AS float8
+	CONSTRAINT jobs_cost_valid CHECK (VALUE > 0 AND VALUE <= 1e9);
+COMMENT ON DOMAIN jobqueue.job_cost IS
+	'the declared cost of a job in seconds of worker time: above 0, at most 1e9';
+-- (domains, not CHECK constraints of jobs: those would be planned into
+-- every UPDATE of a job)
+ALTER TABLE jobqueue.jobs
+	ADD COLUMN debounce_key jobqueue.debounce_key,
+	ADD COLUMN debounce_until timestamptz,
+	ADD COLUMN start_by timestamptz,
+	ADD COLUMN cost jobqueue.job_cost;
+
+/*
+ * One pending, never claimed job per (queue, debounce key): the arbiter of
+ * the debounced INSERT ... ON CONFLICT DO UPDATE.  A claim moves the job
+ * out of the index for good (its lease_token never returns to 0), so the
+ * next call starts a new job, and a claimed job that comes back to pending
+ * (a retry, a release) never conflicts with it.
+ */
+CREATE UNIQUE INDEX jobs_debounce_key_idx ON jobqueue.jobs (queue_name, debounce_key)
+	WHERE debounce_key IS NOT NULL AND status = 'pending' AND lease_token = 0;
+
+/*
+ * Pending jobs with a deadline, by deadline: the worker's expiry finds the
+ * jobs past start_by through it, and the claim of a 'deadline' queue reads
+ * the earliest deadlines first.
+ */
+CREATE INDEX jobs_start_by_idx ON jobqueue.jobs (queue_name, start_by, id)
+	WHERE status = 'pending' AND start_by IS NOT NULL;
+
+/*
+ * The controls' settings of a queue:
+ * - group_rate_limit, group_rate_burst: the rate limit of each group that
+ *   has no override of its own (jq_set_group_limit); the queue's
+ *   rate_limit stays the cap over all groups.
+ * - max_wait: a job not claimed within max_wait of becoming available is
+ *   never claimed (start_by = available_at + max_wait when not given).
+ * - max_pending, group_max_pending: the most pending jobs (waiting, pending
+ *   and scheduled; not running) the queue and each of its groups admit.
+ * - fair_share_half_life: the half-life of the usage that fair share
+ *   charges to each group.
+ * - fairness gains 'deadline' (earliest start_by first) and 'fair_share'.
+ */
+ALTER TABLE jobqueue.queues
+	ADD COLUMN group_rate_limit float8
+		CONSTRAINT queues_group_rate_limit_valid CHECK (
+			group_rate_limit > 0 AND group_rate_limit <= 1000000),
+	ADD COLUMN group_rate_burst integer
+		CONSTRAINT queues_group_rate_burst_valid CHECK (
+			group_rate_burst >= 1 AND group_rate_burst <= 1000000),
+	ADD COLUMN max_wait interval
+		CONSTRAINT queues_max_wait_valid CHECK (
+			max_wait > interval '0' AND max_wait <= interval '100 years'),
+	ADD COLUMN max_pending integer
+		CONSTRAINT queues_max_pending_positive CHECK (max_pending >= 1),
+	ADD COLUMN group_max_pending integer
+		CONSTRAINT queues_group_max_pending_positive CHECK (group_max_pending >= 1),
+	ADD COLUMN fair_share_half_life interval NOT NULL DEFAULT '1 hour'
+		CONSTRAINT queues_fair_share_half_life_valid CHECK (
+			fair_share_half_life > interval '0' AND fair_share_half_life <= interval '100 years'),
+	DROP CONSTRAINT queues_fairness_valid,
+	ADD CONSTRAINT queues_fairness_valid CHECK (
+		fairness IN ('priority', 'round_robin', 'deadline', 'fair_share'));
+
+/*
+ * jq_create_queue and jq_alter_queue gain the queue's controls, last and
+ * with defaults; the rights on the old definitions carry over.
+ */
+CREATE FUNCTION jobqueue.jq_create_queue(
+	queue_name text,
+	max_attempts int DEFAULT 8,
+	lease_duration interval DEFAULT '60 seconds',
+	max_runtime interval DEFAULT '1 hour',
+	backoff_base interval DEFAULT '10 seconds',
+	backoff_max interval DEFAULT '1 hour',
+	retention interval DEFAULT '7 days',
+	notify_finished boolean DEFAULT false,
+	group_concurrency int DEFAULT NULL,
+	group_ordered boolean DEFAULT false,
+	fairness text DEFAULT 'priority',
+	priority_aging interval DEFAULT NULL,
+	rate_limit float8 DEFAULT NULL,
+	rate_burst int DEFAULT NULL,
+	group_rate_limit float8 DEFAULT NULL,
+	group_rate_burst int DEFAULT NULL,
+	max_wait interval DEFAULT NULL,
+	max_pending int DEFAULT NULL,
+	group_max_pending int DEFAULT NULL,
+	fair_share_half_life interval DEFAULT '1 hour')
+RETURNS void
+AS 'MODULE_PATHNAME', 'jq_create_queue'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION jobqueue.jq_create_queue(text, int, interval, interval, interval, interval, interval, boolean, int, boolean, text, interval, float8, int, float8, int, interval, int, int, interval) IS
+	'create a queue with its policy; does nothing (with a NOTICE) when it exists';
+REVOKE ALL ON FUNCTION jobqueue.jq_create_queue(text, int, interval, interval, interval, interval, interval, boolean, int, boolean, text, interval, float8, int, float8, int, interval, int, int, interval) FROM PUBLIC;
+
+CREATE FUNCTION jobqueue.jq_alter_queue(
+	queue_name text,
+	max_attempts int DEFAULT NULL,
+	lease_duration interval DEFAULT NULL,
+	max_runtime interval DEFAULT NULL,
+	backoff_base interval DEFAULT NULL,
+	backoff_max interval DEFAULT NULL,
+	retention interval DEFAULT NULL,
+	notify boolean DEFAULT NULL,
+	notify_finished boolean DEFAULT NULL,
+	group_concurrency int DEFAULT NULL,
+	group_ordered boolean DEFAULT NULL,
+	fairness text DEFAULT NULL,
+	priority_aging interval DEFAULT NULL,
+	rate_limit float8 DEFAULT NULL,
+	rate_burst int DEFAULT NULL,
+	group_rate_limit float8 DEFAULT NULL,
+	group_rate_burst int DEFAULT NULL,
+	max_wait interval DEFAULT NULL,
+	max_pending int DEFAULT NULL,
+	group_max_pending int DEFAULT NULL,
+	fair_share_half_life interval DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'jq_alter_queue'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION jobqueue.jq_alter_queue(text, int, interval, interval, interval, interval, interval, boolean, boolean, int, boolean, text, interval, float8, int, float8, int, interval, int, int, interval) IS
+	'change a queue''s policy; NULL arguments leave a setting unchanged (0, or ''0'' for an interval, removes a limit: group_concurrency, priority_aging, rate_limit with its burst, group_rate_limit with its burst, max_wait, max_pending, group_max_pending; a burst of 0 restores the default burst)';
+REVOKE ALL ON FUNCTION jobqueue.jq_alter_queue(text, int, interval, interval, interval, interval, interval, boolean, boolean, int, boolean, text, interval, float8, int, float8, int, interval, int, int, interval) FROM PUBLIC;
+
+/*
+ * jq_job shows the job's controls: its debounce key, deadline and declared
+ * cost (new result columns: the function is made again).
+ */
+ALTER FUNCTION jobqueue.jq_job(bigint) RENAME TO jq_job_1_3;
+CREATE FUNCTION jobqueue.jq_job(id bigint)
+RETURNS TABLE(id bigint, queue_name text, status jobqueue.job_status,
+	attempt int, max_attempts int, priority int,
+	result jsonb, progress jsonb, last_error_code text, errors jsonb,
+	created_at timestamptz, available_at timestamptz,
+	started_at timestamptz, finished_at timestamptz,
+	waiting_for bigint[],
+	debounce_key text, start_by timestamptz, cost float8)
+AS 'MODULE_PATHNAME', 'jq_job'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp ROWS 1;
+COMMENT ON FUNCTION jobqueue.jq_job(bigint) IS
+	'one job: state, attempts, result, progress, errors, times, the dependencies it waits for, its debounce key, deadline and cost; no row for an unknown id';
+REVOKE ALL ON FUNCTION jobqueue.jq_job(bigint) FROM PUBLIC;
+
+DO $$
+DECLARE
+	r record;
+BEGIN
+	FOR r IN
+		SELECT o.new_sig, a.grantee::pg_catalog.regrole AS grantee
+		FROM (VALUES
+			('jobqueue.jq_create_queue(text, int, interval, interval, interval, interval, interval, boolean, int, boolean, text, interval, float8, int)',
+			 'jobqueue.jq_create_queue(text, int, interval, interval, interval, interval, interval, boolean, int, boolean, text, interval, float8, int, float8, int, interval, int, int, interval)'),
+			('jobqueue.jq_alter_queue(text, int, interval, interval, interval, interval, interval, boolean, boolean, int, boolean, text, interval, float8, int)',
+			 'jobqueue.jq_alter_queue(text, int, interval, interval, interval, interval, interval, boolean, boolean, int, boolean, text, interval, float8, int, float8, int, interval, int, int, interval)'),
+			('jobqueue.jq_job_1_3(bigint)', 'jobqueue.jq_job(bigint)')
+		) AS o(sig, new_sig)
+		JOIN pg_catalog.pg_proc p ON p.oid = o.sig::pg_catalog.regprocedure
+		CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+		WHERE a.privilege_type = 'EXECUTE' AND a.grantee <> 0 AND a.grantee <> p.proowner
+	LOOP
+		EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s', r.new_sig, r.grantee);
+	END LOOP;
+END
+$$;
+
+DROP FUNCTION jobqueue.jq_create_queue(text, int, interval, interval, interval, interval, interval, boolean, int, boolean, text, interval, float8, int);
+DROP FUNCTION jobqueue.jq_alter_queue(text, int, interval, interval, interval, interval, interval, boolean, boolean, int, boolean, text, interval, float8, int);
+DROP FUNCTION jobqueue.jq_job_1_3(bigint);
+
 -- The sets of rights of 1.4: every function a producer, a worker, an admin
 -- or a monitor may call (jq_grant_* and the upgrade's grants read this).
 CREATE OR REPLACE FUNCTION jobqueue.jq_role_functions(kind text)
@@ -634,8 +836,8 @@ BEGIN
 	RETURN QUERY
 		SELECT r.p FROM pg_catalog.unnest(CASE kind
 			WHEN 'producer' THEN ARRAY[
-				'jobqueue.jq_enqueue(text, jsonb, integer, timestamp with time zone, integer, text, bigint[], text, text, text)',
-				'jobqueue.jq_enqueue_many(text, jsonb[], integer, timestamp with time zone, bigint[], text[], text, text)',
+				'jobqueue.jq_enqueue(text, jsonb, integer, timestamp with time zone, integer, text, bigint[], text, text, text, text, interval, interval, timestamp with time zone, double precision)',
+				'jobqueue.jq_enqueue_many(text, jsonb[], integer, timestamp with time zone, bigint[], text[], text, text, timestamp with time zone, double precision)',
 				'jobqueue.jq_job(bigint)']
 			WHEN 'worker' THEN ARRAY[
 				'jobqueue.jq_claim(text, integer, text, interval)',
@@ -648,8 +850,8 @@ BEGIN
 				'jobqueue.jq_progress(bigint, bigint, jsonb)',
 				'jobqueue.jq_job(bigint)']
 			WHEN 'admin' THEN ARRAY[
-				'jobqueue.jq_create_queue(text, integer, interval, interval, interval, interval, interval, boolean, integer, boolean, text, interval, double precision, integer)',
-				'jobqueue.jq_alter_queue(text, integer, interval, interval, interval, interval, interval, boolean, boolean, integer, boolean, text, interval, double precision, integer)',
+				'jobqueue.jq_create_queue(text, integer, interval, interval, interval, interval, interval, boolean, integer, boolean, text, interval, double precision, integer, double precision, integer, interval, integer, integer, interval)',
+				'jobqueue.jq_alter_queue(text, integer, interval, interval, interval, interval, interval, boolean, boolean, integer, boolean, text, interval, double precision, integer, double precision, integer, interval, integer, integer, interval)',
 				'jobqueue.jq_drop_queue(text, boolean)',
 				'jobqueue.jq_pause_queue(text)',
 				'jobqueue.jq_resume_queue(text)',

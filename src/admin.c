@@ -94,7 +94,9 @@ jq_arg_rate(FunctionCallInfo fcinfo, int argno, bool allow_zero,
  * jq_create_queue(queue_name, max_attempts, lease_duration, max_runtime,
  *				   backoff_base, backoff_max, retention, notify_finished,
  *				   group_concurrency, group_ordered, fairness, priority_aging,
- *				   rate_limit, rate_burst) returns void
+ *				   rate_limit, rate_burst, group_rate_limit, group_rate_burst,
+ *				   max_wait, max_pending, group_max_pending,
+ *				   fair_share_half_life) returns void
  *
  * Creating a queue that exists changes nothing and says so in a NOTICE, so
  * that deployments may call it at every start.  The arguments after
@@ -140,7 +142,10 @@ jq_create_queue(PG_FUNCTION_ARGS)
 				 errmsg("queue \"%s\" already exists, skipping", queue_name),
 				 errdetail("Its settings were not changed; use jobqueue.jq_alter_queue to change them.")));
 	else
+	{
 		jq_ordering_set_policy(fcinfo, 8, queue_name, false);	/* ordering.c */
+		jq_controls_set_policy(fcinfo, 14, queue_name, false);	/* controls.c */
+	}
 	jq_spi_finish();
 
 	PG_RETURN_VOID();
@@ -150,7 +155,9 @@ jq_create_queue(PG_FUNCTION_ARGS)
  * jq_alter_queue(queue_name, max_attempts, lease_duration, max_runtime,
  *				  backoff_base, backoff_max, retention, notify,
  *				  notify_finished, group_concurrency, group_ordered, fairness,
- *				  priority_aging, rate_limit, rate_burst) returns void
+ *				  priority_aging, rate_limit, rate_burst, group_rate_limit,
+ *				  group_rate_burst, max_wait, max_pending, group_max_pending,
+ *				  fair_share_half_life) returns void
  *
  * NULL leaves a setting unchanged.  New settings apply to later claims,
  * failures and purges; running leases keep their expiry.
@@ -218,6 +225,7 @@ jq_alter_queue(PG_FUNCTION_ARGS)
 	if (SPI_processed == 0)
 		jq_raise_unknown_queue(queue_name);
 	jq_ordering_set_policy(fcinfo, 9, queue_name, true);	/* ordering.c */
+	jq_controls_set_policy(fcinfo, 15, queue_name, true);	/* controls.c */
 	jq_spi_finish();
 	/* this session sees its change at once; others within a second */
 	jq_rate_forget(queue_name);

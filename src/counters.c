@@ -817,7 +817,7 @@ jq_counters(PG_FUNCTION_ARGS)
 	Tuplestorestate *tupstore;
 	HASH_SEQ_STATUS seq;
 	JqCounterEntry *entry;
-	bool		released_col;
+	bool		cols_1_4;
 
 	jq_require_counters();
 	if (all_databases &&
@@ -828,10 +828,13 @@ jq_counters(PG_FUNCTION_ARGS)
 				 errdetail("Only roles with privileges of pg_read_all_stats may use all_databases => true.")));
 
 	tupstore = jq_srf_init(fcinfo, &tupdesc);
-	/* before 1.4 (ALTER EXTENSION UPDATE not run): no column released */
-	released_col = (tupdesc->natts == JQ_COUNTER_COLS);
+	/*
+	 * before 1.4 (ALTER EXTENSION UPDATE not run): no columns released,
+	 * debounced, expired
+	 */
+	cols_1_4 = (tupdesc->natts == JQ_COUNTER_COLS);
 	if (tupdesc->natts != JQ_COUNTER_COLS &&
-		tupdesc->natts != JQ_COUNTER_COLS - 1)
+		tupdesc->natts != JQ_COUNTER_COLS - 3)
 		elog(ERROR, "jq_counters: unexpected result type with %d columns",
 			 tupdesc->natts);
 
@@ -877,7 +880,8 @@ jq_counters(PG_FUNCTION_ARGS)
 			values[col++] = CStringGetTextDatum(entry->key.queue_name);
 		for (i = 0; i < JQ_CTR_CLAIM_CALLS; i++)
 		{
-			if (i == JQ_CTR_RELEASED && !released_col)
+			if ((i == JQ_CTR_RELEASED || i == JQ_CTR_DEBOUNCED ||
+				 i == JQ_CTR_EXPIRED) && !cols_1_4)
 				continue;
 			values[col++] = Int64GetDatum(v.counts[i]);
 		}

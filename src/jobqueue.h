@@ -119,6 +119,10 @@ typedef enum JqPlanId
 	JQ_PLAN_SCHEDULES_NEXT,
 	JQ_PLAN_QUEUE_RATE,
 	JQ_PLAN_COMPLETION_QUEUES,
+	JQ_PLAN_ENQUEUE_CONTROLLED,
+	JQ_PLAN_ENQUEUE_CONTROLLED_KEYED,
+	JQ_PLAN_ENQUEUE_DEBOUNCED,
+	JQ_PLAN_ENQUEUE_MANY_CONTROLLED,
 	JQ_NUM_PLANS
 } JqPlanId;
 
@@ -238,11 +242,12 @@ extern ArrayType *jq_arg_group_keys(FunctionCallInfo fcinfo, int argno,
 									int npayloads);
 /*
  * A queue has a group policy when its claims must look at groups: a
- * per-group limit, strict order per group, or a fairness other than
- * priority.  Q is the queues row (SQL for plans.c and grouplimits.c).
+ * per-group limit, strict order per group, or round_robin or fair_share
+ * fairness ('deadline' orders jobs, not groups).  Q is the queues row (SQL for plans.c and grouplimits.c).
  */
 #define JQ_GROUP_POLICY_SQL \
-	"(q.group_concurrency IS NOT NULL OR q.group_ordered OR q.fairness <> 'priority')"
+	"(q.group_concurrency IS NOT NULL OR q.group_ordered " \
+	" OR q.fairness IN ('round_robin', 'fair_share'))"
 
 extern bool jq_ordering_installed(void);
 extern void jq_ordering_set_policy(FunctionCallInfo fcinfo, int argno,
@@ -265,12 +270,51 @@ typedef struct JqQueueSettings
 	bool		round_robin;	/* fairness = 'round_robin' */
 	Interval	lease_duration;
 	Interval	max_runtime;
+	bool		deadline;		/* fairness = 'deadline' */
+	bool		has_max_wait;	/* max_wait is set */
+	Interval	max_wait;
+	int32		max_pending;	/* 0: none */
+	int32		group_max_pending;	/* 0: none */
 } JqQueueSettings;
 
 extern const JqQueueSettings *jq_queue_settings(const char *queue_name);
 extern void jq_queues_changed(void);
 extern void jq_queues_changed_elsewhere(void);
 extern void jq_completion_queues(Datum *notify_finished, Datum *delete_on_success);
+
+/*
+ * Controls (controls.c): debounce, deadlines, admission limits; the
+ * arguments of a job's controls and of a queue's, the enqueue of a job
+ * with controls.
+ */
+#define JQ_DEBOUNCE_KEY_MAXLEN	512
+#define JQ_EXPIRED_CODE			"EXPIRED"
+typedef struct JqEnqueueControls
+{
+	text	   *debounce_key;	/* NULL: not debounced */
+	Interval   *debounce;		/* NULL: no quiet period */
+	Interval   *debounce_max_wait;	/* NULL: no bound */
+	bool		has_start_by;
+	TimestampTz start_by;
+	bool		has_cost;
+	float8		cost;
+} JqEnqueueControls;
+
+extern void jq_arg_enqueue_controls(FunctionCallInfo fcinfo, int argno,
+									bool single, JqEnqueueControls *c);
+extern bool jq_controls_given(const JqEnqueueControls *c);
+extern bool jq_queue_controls_enqueue(const JqQueueSettings *settings);
+extern int64 jq_enqueue_controlled(const char *queue_name,
+								   const JqEnqueueControls *c,
+								   Datum *values, char *nulls);
+extern void jq_enqueue_many_controls(const char *queue_name,
+									 const JqEnqueueControls *c,
+									 TimestampTz available_at,
+									 Datum *values, char *nulls);
+extern void jq_dependent_controls(const char *queue_name, int64 job_id,
+								  const JqEnqueueControls *c);
+extern void jq_controls_set_policy(FunctionCallInfo fcinfo, int argno,
+								   const char *queue_name, bool alter);
 
 /*
  * The claim pipeline (claim.c): the checked arguments of a claim, and the
@@ -342,6 +386,8 @@ typedef enum JqCounter
 	JQ_CTR_REPLAYED,
 	JQ_CTR_PURGED,
 	JQ_CTR_RELEASED,			/* given back by jq_release (since 1.4) */
+	JQ_CTR_DEBOUNCED,			/* a debounced enqueue replaced a job (1.4) */
+	JQ_CTR_EXPIRED,				/* cancelled past start_by (1.4) */
 	JQ_CTR_CLAIM_CALLS,
 	JQ_CTR_COMPLETE_CALLS,
 	JQ_NUM_COUNTERS

@@ -154,6 +154,7 @@ jq_enqueue_call(PG_FUNCTION_ARGS)
 	bool		isnull;
 	int64		job_id;
 	text	   *group_key;
+	JqEnqueueControls controls;
 
 	values[0] = CStringGetTextDatum(queue_name);
 	values[1] = jq_arg_required(fcinfo, 1, "payload");
@@ -182,6 +183,15 @@ jq_enqueue_call(PG_FUNCTION_ARGS)
 	values[7] = PointerGetDatum(group_key);
 	if (group_key == NULL)
 		nulls[7] = JQ_ISNULL;
+	/* debounce, deadline, cost: arguments since 1.4 (controls.c) */
+	jq_arg_enqueue_controls(fcinfo, 10, true, &controls);
+	if (controls.debounce_key != NULL &&
+		(nulls[5] == JQ_NOTNULL || (PG_NARGS() > 6 && !PG_ARGISNULL(6))))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("debounce_key cannot be combined with %s",
+						nulls[5] == JQ_NOTNULL ? "an idempotency key" : "depends_on"),
+				 errdetail("A debounced job is replaced by the next call with its key.")));
 
 	/* depends_on: an argument since 1.2, absent in an older definition */
 	if (PG_NARGS() > 6 && !PG_ARGISNULL(6))
@@ -190,13 +200,27 @@ jq_enqueue_call(PG_FUNCTION_ARGS)
 		ArrayType  *keys = group_key == NULL ? NULL :
 			construct_array(&key, 1, TEXTOID, -1, false, TYPALIGN_INT);
 
-		PG_RETURN_INT64(jq_enqueue_dependent(fcinfo, values, nulls, NULL,
-											 jq_arg_depends_on(fcinfo, 6),
-											 keys, NULL, NULL));
+		job_id = jq_enqueue_dependent(fcinfo, values, nulls, NULL,
+									  jq_arg_depends_on(fcinfo, 6),
+									  keys, NULL, NULL);
+		if (controls.has_start_by || controls.has_cost)
+		{
+			jq_spi_connect();
+			jq_dependent_controls(queue_name, job_id, &controls);
+			jq_spi_finish();
+		}
+		PG_RETURN_INT64(job_id);
 	}
 
 	jq_spi_connect();
 	jq_check_aged_priority(queue_name, DatumGetInt32(values[2]));
+	if (jq_controls_given(&controls) ||
+		jq_queue_controls_enqueue(jq_queue_settings(queue_name)))
+	{
+		job_id = jq_enqueue_controlled(queue_name, &controls, values, nulls);
+		jq_spi_finish();
+		PG_RETURN_INT64(job_id);
+	}
 	/* before 1.2 (ALTER EXTENSION UPDATE not run) the schema has no groups */
 	if (jq_ordering_installed() && nulls[5] == JQ_ISNULL)
 		jq_enqueue_unkeyed(queue_name, values, nulls);
@@ -253,6 +277,9 @@ jq_enqueue_many_call(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	Tuplestorestate *tupstore;
 	uint64		i;
+	JqEnqueueControls controls;
+	Datum		cvalues[8];
+	char		cnulls[8];
 
 	values[2] = jq_arg_required(fcinfo, 2, "priority");
 
@@ -278,6 +305,8 @@ jq_enqueue_many_call(PG_FUNCTION_ARGS)
 	values[5] = PointerGetDatum(group_keys);
 	if (group_keys == NULL)
 		nulls[5] = JQ_ISNULL;
+	/* deadline and cost of every job: arguments since 1.4 (controls.c) */
+	jq_arg_enqueue_controls(fcinfo, 8, false, &controls);
 
 	tupstore = jq_srf_init(fcinfo, &tupdesc);
 
@@ -285,6 +314,12 @@ jq_enqueue_many_call(PG_FUNCTION_ARGS)
 	{
 		Datum		dvalues[7];
 		char		dnulls[7];
+
+		if (jq_controls_given(&controls))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("jq_enqueue_many does not take start_by or cost with depends_on"),
+					 errhint("Enqueue such jobs one at a time with jq_enqueue.")));
 
 		/* the layout of jq_enqueue's values: no max_attempts, no key */
 		dvalues[0] = values[0];
@@ -303,7 +338,19 @@ jq_enqueue_many_call(PG_FUNCTION_ARGS)
 
 	jq_spi_connect();
 	jq_check_aged_priority(queue_name, DatumGetInt32(values[2]));
-	if (jq_ordering_installed())
+	if (jq_controls_given(&controls) ||
+		jq_queue_controls_enqueue(jq_queue_settings(queue_name)))
+	{
+		memcpy(cvalues, values, sizeof(values));
+		memcpy(cnulls, nulls, sizeof(nulls));
+		jq_enqueue_many_controls(queue_name, &controls,
+								 DatumGetTimestampTz(nulls[3] == JQ_ISNULL ?
+													 values[4] : values[3]),
+								 cvalues, cnulls);
+		jq_execute(JQ_PLAN_ENQUEUE_MANY_CONTROLLED, cvalues, cnulls,
+				   SPI_OK_INSERT_RETURNING);
+	}
+	else if (jq_ordering_installed())
 		jq_execute(JQ_PLAN_ENQUEUE_MANY_GROUPED, values, nulls, SPI_OK_INSERT_RETURNING);
 	else if (group_keys == NULL)
 		jq_execute(JQ_PLAN_ENQUEUE_MANY, values, nulls, SPI_OK_INSERT_RETURNING);

@@ -647,12 +647,14 @@ jq_ordering_set_policy(FunctionCallInfo fcinfo, int argno,
 		const char *s = VARDATA_ANY(t);
 
 		if (!((len == 8 && memcmp(s, "priority", 8) == 0) ||
-			  (len == 11 && memcmp(s, "round_robin", 11) == 0)))
+			  (len == 11 && memcmp(s, "round_robin", 11) == 0) ||
+			  (len == 8 && memcmp(s, "deadline", 8) == 0) ||
+			  (len == 10 && memcmp(s, "fair_share", 10) == 0)))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("invalid fairness \"%.*s%s\"",
 							Min(len, 32), s, len > 32 ? "..." : ""),
-					 errdetail("The fairness policies are \"priority\" and \"round_robin\".")));
+					 errdetail("The fairness policies are \"priority\", \"round_robin\", \"deadline\" and \"fair_share\".")));
 		values[3] = PointerGetDatum(t);
 	}
 
@@ -708,7 +710,7 @@ jq_ordering_set_policy(FunctionCallInfo fcinfo, int argno,
 					"                        ELSE COALESCE($5, q.priority_aging) END "
 					"WHERE q.queue_name = $1 "
 					"RETURNING q.group_concurrency IS NOT NULL OR q.group_ordered "
-					"  OR q.fairness <> 'priority'",
+					"  OR q.fairness IN ('round_robin', 'fair_share')",
 					5, argtypes, values, nulls, SPI_OK_UPDATE_RETURNING);
 	grouped = jq_result_bool(0, 1);
 

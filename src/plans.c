@@ -438,6 +438,21 @@
 	"RETURNING " JQ_OUTCOME_SQL("$7", "(SELECT q.notify FROM q)", "false") ", j.id"
 
 /*
+ * The INSERT of a job with controls (controls.c): JQ_ENQUEUE_GROUPED_SQL
+ * with the job's deadline $9 and declared cost $10.
+ */
+#define JQ_ENQUEUE_CONTROLLED_SQL(CONFLICT) \
+	"WITH q AS (SELECT q.max_attempts, q.notify, " JQ_NO_GROUP_SQL " AS no_group " \
+	"           FROM jobqueue.queues q WHERE q.queue_name = $1) " \
+	"INSERT INTO jobqueue.jobs AS j " \
+	"  (queue_name, payload, priority, available_at, max_attempts, idempotency_key, " \
+	"   group_key, start_by, cost) " \
+	"SELECT $1, $2, $3, COALESCE($4, $7), " \
+	"       COALESCE($5, q.max_attempts), $6, COALESCE($8, q.no_group), $9, $10 FROM q " \
+	CONFLICT \
+	"RETURNING " JQ_OUTCOME_SQL("$7", "(SELECT q.notify FROM q)", "false") ", j.id"
+
+/*
  * One branch of the rotation of the strictly ordered claim over the groups
  * (RANGE is a condition on gr): the group's head, the lowest id among its
  * pending, running and dead jobs, read in the statement's snapshot, when it
@@ -953,7 +968,8 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"  j.available_at, j.started_at, j.finished_at, "
 		"  CASE WHEN j.dependencies_left > 0 THEN ARRAY("
 		"    SELECT d.depends_on FROM jobqueue.job_dependencies d "
-		"    WHERE d.job_id = j.id ORDER BY d.depends_on) END "
+		"    WHERE d.job_id = j.id ORDER BY d.depends_on) END, "
+		"  j.debounce_key, j.start_by, j.cost "
 		"FROM jobqueue.jobs j WHERE j.id = $1",
 		1, {INT8OID},
 		.name = "job", .read_only = true
@@ -1192,12 +1208,17 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * JQ_PLAN_QUEUE_SETTINGS: $1 queue.  What a claim and an enqueue need
 	 * of the queue's row (queuecache.c): paused, lease_duration,
 	 * max_runtime, a group policy, priority aging, strict order per group,
-	 * max_attempts, notify, round_robin.
+	 * max_attempts, notify, round_robin; the controls (controls.c):
+	 * deadline order, max_wait (whether set, and its value), max_pending,
+	 * group_max_pending (0: none).
 	 */
 	[JQ_PLAN_QUEUE_SETTINGS] = {
 		"SELECT q.paused, q.lease_duration, q.max_runtime, "
 		JQ_GROUP_POLICY_SQL ", q.priority_aging IS NOT NULL, q.group_ordered, "
-		"q.max_attempts, q.notify, q.fairness = 'round_robin' "
+		"q.max_attempts, q.notify, q.fairness = 'round_robin', "
+		"q.fairness = 'deadline', q.max_wait IS NOT NULL, "
+		"COALESCE(q.max_wait, interval '0'), COALESCE(q.max_pending, 0), "
+		"COALESCE(q.group_max_pending, 0) "
 		"FROM jobqueue.queues q WHERE q.queue_name = $1",
 		1, {TEXTOID},
 		.name = "queue settings", .read_only = true
@@ -1624,6 +1645,93 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"WHERE q.queue_name = $1",
 		1, {TEXTOID},
 		.name = "queue rate", .read_only = true
+	},
+
+	/*------------------------------------------------------------------
+	 * Controls (controls.c)
+	 *------------------------------------------------------------------
+	 */
+
+	/*
+	 * JQ_PLAN_ENQUEUE_CONTROLLED: JQ_PLAN_ENQUEUE_GROUPED for a job without
+	 * an idempotency key ($6 NULL) with controls: $9 start_by, $10 cost
+	 * ($11 unused).  $5 max_attempts may be NULL (the queue's).  No row back
+	 * means no such queue.  Outcome, then the id.
+	 */
+	[JQ_PLAN_ENQUEUE_CONTROLLED] = {
+		JQ_ENQUEUE_CONTROLLED_SQL(""),
+		11, {TEXTOID, JSONBOID, INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TEXTOID,
+		TIMESTAMPTZOID, FLOAT8OID, TIMESTAMPTZOID},
+		.name = "enqueue controlled"
+	},
+	/*
+	 * JQ_PLAN_ENQUEUE_CONTROLLED_KEYED: JQ_PLAN_ENQUEUE_CONTROLLED with an
+	 * idempotency key $6.  No row back means either no such queue or an
+	 * existing key.
+	 */
+	[JQ_PLAN_ENQUEUE_CONTROLLED_KEYED] = {
+		JQ_ENQUEUE_CONTROLLED_SQL(
+			"ON CONFLICT (queue_name, idempotency_key) WHERE idempotency_key IS NOT NULL "
+			"DO NOTHING "),
+		11, {TEXTOID, JSONBOID, INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TEXTOID,
+		TIMESTAMPTZOID, FLOAT8OID, TIMESTAMPTZOID},
+		.name = "enqueue controlled keyed"
+	},
+	/*
+	 * JQ_PLAN_ENQUEUE_DEBOUNCED: $1 queue, $2 payload, $3 priority, $4
+	 * available_at (the end of the quiet period, computed by the caller),
+	 * $5 max_attempts (NULL: the queue's), $6 debounce key, $7 now, $8
+	 * group key, $9 start_by, $10 cost, $11 debounce_until (NULL: no
+	 * bound).  Inserts the job, or replaces the pending, never claimed job
+	 * of the key (jobs_debounce_key_idx): its payload, priority, group,
+	 * max_attempts, deadline, cost and trace context become the new ones,
+	 * and its available_at moves to $4, but never past the bound set by the
+	 * first call that gave one.  No row back means no such queue.  Outcome,
+	 * the id, and whether the job was inserted (a row that the statement
+	 * inserted has no xmax; a replaced one has the statement's own).
+	 */
+	[JQ_PLAN_ENQUEUE_DEBOUNCED] = {
+		"INSERT INTO jobqueue.jobs AS j "
+		"  (queue_name, payload, priority, available_at, max_attempts, group_key, "
+		"   debounce_key, debounce_until, start_by, cost) "
+		"SELECT $1, $2, $3, $4, COALESCE($5, q.max_attempts), "
+		"       COALESCE($8, " JQ_NO_GROUP_SQL "), $6, $11, $9, $10 "
+		"FROM jobqueue.queues q WHERE q.queue_name = $1 "
+		"ON CONFLICT (queue_name, debounce_key) "
+		"  WHERE debounce_key IS NOT NULL AND status = 'pending' AND lease_token = 0 "
+		"DO UPDATE SET payload = EXCLUDED.payload, priority = EXCLUDED.priority, "
+		"  group_key = EXCLUDED.group_key, max_attempts = EXCLUDED.max_attempts, "
+		"  debounce_until = COALESCE(j.debounce_until, EXCLUDED.debounce_until), "
+		"  available_at = LEAST(EXCLUDED.available_at, "
+		"                       COALESCE(j.debounce_until, EXCLUDED.available_at)), "
+		"  start_by = EXCLUDED.start_by, cost = EXCLUDED.cost, "
+		"  traceparent = EXCLUDED.traceparent, tracestate = EXCLUDED.tracestate "
+		"RETURNING " JQ_OUTCOME_SQL("$7", "(SELECT q.notify FROM jobqueue.queues q "
+		"                                  WHERE q.queue_name = $1)", "false") ", "
+		"  j.id, j.xmax = '0'::xid",
+		11, {TEXTOID, JSONBOID, INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TEXTOID,
+		TIMESTAMPTZOID, FLOAT8OID, TIMESTAMPTZOID},
+		.name = "enqueue debounced"
+	},
+	/*
+	 * JQ_PLAN_ENQUEUE_MANY_CONTROLLED: JQ_PLAN_ENQUEUE_MANY_GROUPED ($1 to
+	 * $6) with $7 start_by and $8 cost for every job.
+	 */
+	[JQ_PLAN_ENQUEUE_MANY_CONTROLLED] = {
+		"WITH q AS (SELECT q.max_attempts, q.notify, " JQ_NO_GROUP_SQL " AS no_group "
+		"           FROM jobqueue.queues q WHERE q.queue_name = $1) "
+		"INSERT INTO jobqueue.jobs AS j "
+		"  (queue_name, payload, priority, available_at, max_attempts, group_key, "
+		"   start_by, cost) "
+		"SELECT $1, p.payload, $3, COALESCE($4, $5), q.max_attempts, "
+		"       COALESCE(p.group_key, q.no_group), $7, $8 "
+		"FROM q, ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($6)) "
+		"       WITH ORDINALITY AS p(payload, group_key, ord) "
+		"ORDER BY p.ord "
+		"RETURNING " JQ_OUTCOME_SQL("$5", "(SELECT q.notify FROM q)", "false") ", j.id",
+		8, {TEXTOID, JSONBARRAYOID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTARRAYOID,
+		TIMESTAMPTZOID, FLOAT8OID},
+		.name = "enqueue many controlled"
 	},
 };
 

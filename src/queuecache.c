@@ -268,6 +268,11 @@ jq_queue_settings(const char *queue_name)
 		settings.max_attempts = DatumGetInt32(jq_result(0, 7));
 		settings.notify = jq_result_bool(0, 8);
 		settings.round_robin = jq_result_bool(0, 9);
+		settings.deadline = jq_result_bool(0, 10);
+		settings.has_max_wait = jq_result_bool(0, 11);
+		settings.max_wait = *DatumGetIntervalP(jq_result(0, 12));
+		settings.max_pending = DatumGetInt32(jq_result(0, 13));
+		settings.group_max_pending = DatumGetInt32(jq_result(0, 14));
 	}
 	/* entered only now: an error above leaves no half-filled entry */
 	entry = hash_search(queue_settings, key, HASH_ENTER, &found);
@@ -282,5 +287,10 @@ jq_queue_settings(const char *queue_name)
 	entry->round_robin = settings.round_robin;
 	entry->lease_duration = settings.lease_duration;
 	entry->max_runtime = settings.max_runtime;
+	entry->deadline = settings.deadline;
+	entry->has_max_wait = settings.has_max_wait;
+	entry->max_wait = settings.max_wait;
+	entry->max_pending = settings.max_pending;
+	entry->group_max_pending = settings.group_max_pending;
 	return entry;
 }

@@ -112,10 +112,12 @@ jq_job(PG_FUNCTION_ARGS)
 	jq_execute(JQ_PLAN_JOB, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 1)
 	{
-		Datum	   *row = palloc(sizeof(Datum) * tupdesc->natts);
-		bool	   *rownulls = palloc(sizeof(bool) * tupdesc->natts);
+		Datum	   *row = palloc(sizeof(Datum) * SPI_tuptable->tupdesc->natts);
+		bool	   *rownulls = palloc(sizeof(bool) * SPI_tuptable->tupdesc->natts);
 
-		if (SPI_tuptable->tupdesc->natts != tupdesc->natts)
+		/* a definition from before 1.4 has the first 15 columns */
+		if (SPI_tuptable->tupdesc->natts != tupdesc->natts &&
+			tupdesc->natts != 15)
 			elog(ERROR, "jobqueue statement \"%s\" returns %d columns, jq_job %d",
 				 jq_plan_name(JQ_PLAN_JOB), SPI_tuptable->tupdesc->natts,
 				 tupdesc->natts);

@@ -119,7 +119,7 @@ is( $node->safe_psql('jq_dst',
 # Rights given with the role helpers are part of the dump.
 is( $node->safe_psql('jq_dst',
 		"SELECT has_function_privilege('jq_app_producer', "
-		  . "'jobqueue.jq_enqueue(text, jsonb, int, timestamptz, int, text, bigint[], text, text, text)', 'EXECUTE'), "
+		  . "'jobqueue.jq_enqueue(text, jsonb, int, timestamptz, int, text, bigint[], text, text, text, text, interval, interval, timestamptz, float8)', 'EXECUTE'), "
 		  . "has_function_privilege('jq_app_producer', 'jobqueue.jq_claim(text, int, text, interval)', 'EXECUTE'), "
 		  . "has_table_privilege('jq_app_producer', 'jobqueue.jobs', 'SELECT')"),
 	't|f|f', 'the producer grant is restored, and nothing more');

@@ -139,20 +139,20 @@ FROM (VALUES
 --
 CREATE TEMP TABLE fn (ord int, name name, argtypes name[], args text, result text);
 INSERT INTO fn VALUES
-	(1, 'jq_create_queue', '{text,integer,interval,interval,interval,interval,interval,boolean,integer,boolean,text,interval,double precision,integer}',
-	 'queue_name text, max_attempts integer DEFAULT 8, lease_duration interval DEFAULT ''00:01:00''::interval, max_runtime interval DEFAULT ''01:00:00''::interval, backoff_base interval DEFAULT ''00:00:10''::interval, backoff_max interval DEFAULT ''01:00:00''::interval, retention interval DEFAULT ''7 days''::interval, notify_finished boolean DEFAULT false, group_concurrency integer DEFAULT NULL::integer, group_ordered boolean DEFAULT false, fairness text DEFAULT ''priority''::text, priority_aging interval DEFAULT NULL::interval, rate_limit double precision DEFAULT NULL::double precision, rate_burst integer DEFAULT NULL::integer',
+	(1, 'jq_create_queue', '{text,integer,interval,interval,interval,interval,interval,boolean,integer,boolean,text,interval,double precision,integer,double precision,integer,interval,integer,integer,interval}',
+	 'queue_name text, max_attempts integer DEFAULT 8, lease_duration interval DEFAULT ''00:01:00''::interval, max_runtime interval DEFAULT ''01:00:00''::interval, backoff_base interval DEFAULT ''00:00:10''::interval, backoff_max interval DEFAULT ''01:00:00''::interval, retention interval DEFAULT ''7 days''::interval, notify_finished boolean DEFAULT false, group_concurrency integer DEFAULT NULL::integer, group_ordered boolean DEFAULT false, fairness text DEFAULT ''priority''::text, priority_aging interval DEFAULT NULL::interval, rate_limit double precision DEFAULT NULL::double precision, rate_burst integer DEFAULT NULL::integer, group_rate_limit double precision DEFAULT NULL::double precision, group_rate_burst integer DEFAULT NULL::integer, max_wait interval DEFAULT NULL::interval, max_pending integer DEFAULT NULL::integer, group_max_pending integer DEFAULT NULL::integer, fair_share_half_life interval DEFAULT ''01:00:00''::interval',
 	 'void'),
-	(2, 'jq_alter_queue', '{text,integer,interval,interval,interval,interval,interval,boolean,boolean,integer,boolean,text,interval,double precision,integer}',
-	 'queue_name text, max_attempts integer DEFAULT NULL::integer, lease_duration interval DEFAULT NULL::interval, max_runtime interval DEFAULT NULL::interval, backoff_base interval DEFAULT NULL::interval, backoff_max interval DEFAULT NULL::interval, retention interval DEFAULT NULL::interval, notify boolean DEFAULT NULL::boolean, notify_finished boolean DEFAULT NULL::boolean, group_concurrency integer DEFAULT NULL::integer, group_ordered boolean DEFAULT NULL::boolean, fairness text DEFAULT NULL::text, priority_aging interval DEFAULT NULL::interval, rate_limit double precision DEFAULT NULL::double precision, rate_burst integer DEFAULT NULL::integer',
+	(2, 'jq_alter_queue', '{text,integer,interval,interval,interval,interval,interval,boolean,boolean,integer,boolean,text,interval,double precision,integer,double precision,integer,interval,integer,integer,interval}',
+	 'queue_name text, max_attempts integer DEFAULT NULL::integer, lease_duration interval DEFAULT NULL::interval, max_runtime interval DEFAULT NULL::interval, backoff_base interval DEFAULT NULL::interval, backoff_max interval DEFAULT NULL::interval, retention interval DEFAULT NULL::interval, notify boolean DEFAULT NULL::boolean, notify_finished boolean DEFAULT NULL::boolean, group_concurrency integer DEFAULT NULL::integer, group_ordered boolean DEFAULT NULL::boolean, fairness text DEFAULT NULL::text, priority_aging interval DEFAULT NULL::interval, rate_limit double precision DEFAULT NULL::double precision, rate_burst integer DEFAULT NULL::integer, group_rate_limit double precision DEFAULT NULL::double precision, group_rate_burst integer DEFAULT NULL::integer, max_wait interval DEFAULT NULL::interval, max_pending integer DEFAULT NULL::integer, group_max_pending integer DEFAULT NULL::integer, fair_share_half_life interval DEFAULT NULL::interval',
 	 'void'),
 	(3, 'jq_drop_queue', '{text,boolean}', 'queue_name text, force boolean DEFAULT false', 'void'),
 	(4, 'jq_pause_queue', '{text}', 'queue_name text', 'void'),
 	(5, 'jq_resume_queue', '{text}', 'queue_name text', 'void'),
-	(6, 'jq_enqueue', '{text,jsonb,integer,timestamp with time zone,integer,text,bigint[],text,text,text}',
-	 'queue_name text, payload jsonb, priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, max_attempts integer DEFAULT NULL::integer, idempotency_key text DEFAULT NULL::text, depends_on bigint[] DEFAULT NULL::bigint[], group_key text DEFAULT NULL::text, traceparent text DEFAULT NULL::text, tracestate text DEFAULT NULL::text',
+	(6, 'jq_enqueue', '{text,jsonb,integer,timestamp with time zone,integer,text,bigint[],text,text,text,text,interval,interval,timestamp with time zone,double precision}',
+	 'queue_name text, payload jsonb, priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, max_attempts integer DEFAULT NULL::integer, idempotency_key text DEFAULT NULL::text, depends_on bigint[] DEFAULT NULL::bigint[], group_key text DEFAULT NULL::text, traceparent text DEFAULT NULL::text, tracestate text DEFAULT NULL::text, debounce_key text DEFAULT NULL::text, debounce interval DEFAULT NULL::interval, debounce_max_wait interval DEFAULT NULL::interval, start_by timestamp with time zone DEFAULT NULL::timestamp with time zone, cost double precision DEFAULT NULL::double precision',
 	 'bigint'),
-	(7, 'jq_enqueue_many', '{text,jsonb[],integer,timestamp with time zone,bigint[],text[],text,text}',
-	 'queue_name text, payloads jsonb[], priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, depends_on bigint[] DEFAULT NULL::bigint[], group_keys text[] DEFAULT NULL::text[], traceparent text DEFAULT NULL::text, tracestate text DEFAULT NULL::text',
+	(7, 'jq_enqueue_many', '{text,jsonb[],integer,timestamp with time zone,bigint[],text[],text,text,timestamp with time zone,double precision}',
+	 'queue_name text, payloads jsonb[], priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, depends_on bigint[] DEFAULT NULL::bigint[], group_keys text[] DEFAULT NULL::text[], traceparent text DEFAULT NULL::text, tracestate text DEFAULT NULL::text, start_by timestamp with time zone DEFAULT NULL::timestamp with time zone, cost double precision DEFAULT NULL::double precision',
 	 'SETOF bigint'),
 	(8, 'jq_claim', '{text,integer,text,interval}',
 	 'queue_name text, n integer, owner text, lease interval DEFAULT NULL::interval',
@@ -177,7 +177,7 @@ INSERT INTO fn VALUES
 	(19, 'jq_explain_claim', '{text,integer}', 'queue_name text, n integer DEFAULT 1', 'SETOF text'),
 	(20, 'jq_progress', '{bigint,bigint,jsonb}', 'id bigint, token bigint, progress jsonb', 'boolean'),
 	(21, 'jq_job', '{bigint}', 'id bigint',
-	 'TABLE(id bigint, queue_name text, status jobqueue.job_status, attempt integer, max_attempts integer, priority integer, result jsonb, progress jsonb, last_error_code text, errors jsonb, created_at timestamp with time zone, available_at timestamp with time zone, started_at timestamp with time zone, finished_at timestamp with time zone, waiting_for bigint[])'),
+	 'TABLE(id bigint, queue_name text, status jobqueue.job_status, attempt integer, max_attempts integer, priority integer, result jsonb, progress jsonb, last_error_code text, errors jsonb, created_at timestamp with time zone, available_at timestamp with time zone, started_at timestamp with time zone, finished_at timestamp with time zone, waiting_for bigint[], debounce_key text, start_by timestamp with time zone, cost double precision)'),
 	(22, 'jq_complete_and_claim', '{text,bigint[],bigint[],integer,text,interval,jsonb[]}',
 	 'queue_name text, ids bigint[], tokens bigint[], n integer, owner text, lease interval DEFAULT NULL::interval, results jsonb[] DEFAULT NULL::jsonb[]',
 	 'TABLE(id bigint, payload jsonb, attempt integer, token bigint, lease_expires_at timestamp with time zone, traceparent text, tracestate text, trace_origin text)'),
@@ -297,10 +297,10 @@ SELECT is_definer('jobqueue', 'jq_group_stats', ARRAY['text']);
 -- assigned), no CHECK constraint left on jobs, lighter group triggers
 --
 SELECT has_domain('jobqueue', d, format('domain jobqueue.%s exists', d))
-FROM unnest(ARRAY['attempt_limit', 'fencing_token', 'dependency_count']::name[]) d;
+FROM unnest(ARRAY['attempt_limit', 'fencing_token', 'dependency_count', 'debounce_key', 'job_cost']::name[]) d;
 SELECT domain_type_is('jobqueue', d.name, d.base, format('domain jobqueue.%s is over %s', d.name, d.base))
 FROM (VALUES ('attempt_limit', 'integer'), ('fencing_token', 'bigint'),
-	('dependency_count', 'integer')) d(name, base);
+	('dependency_count', 'integer'), ('debounce_key', 'text'), ('job_cost', 'double precision')) d(name, base);
 SELECT set_eq(
 	$$SELECT t.typname::text, c.conname::text, pg_get_constraintdef(c.oid)
 	  FROM pg_constraint c JOIN pg_type t ON t.oid = c.contypid
@@ -308,7 +308,11 @@ SELECT set_eq(
 	$$VALUES ('attempt_limit', 'jobs_max_attempts_positive', 'CHECK ((VALUE >= 1))'),
 	  ('fencing_token', 'jobs_lease_token_in_range',
 	   'CHECK (((VALUE >= 0) AND (VALUE < ''9223372036854775807''::bigint)))'),
-	  ('dependency_count', 'jobs_dependencies_left_nonnegative', 'CHECK ((VALUE >= 0))')$$,
+	  ('dependency_count', 'jobs_dependencies_left_nonnegative', 'CHECK ((VALUE >= 0))'),
+	  ('debounce_key', 'jobs_debounce_key_length',
+	   'CHECK (((octet_length(VALUE) >= 1) AND (octet_length(VALUE) <= 512)))'),
+	  ('job_cost', 'jobs_cost_valid',
+	   'CHECK (((VALUE > (0)::double precision) AND (VALUE <= (''1000000000''::numeric)::double precision)))')$$,
 	'the domains keep the rules and the names of the former constraints of jobs');
 SELECT is_empty(
 	$$SELECT c.conname FROM pg_constraint c

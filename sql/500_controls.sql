@@ -1,0 +1,170 @@
+--
+-- Controls: the arguments of jq_create_queue, jq_alter_queue, jq_enqueue
+-- and jq_enqueue_many for debounce, deadlines, admission limits, per-group
+-- rate limits and fair share: every refused value, and what is stored.
+--
+\set VERBOSITY sqlstate
+-- queue policy: out of range, NaN, infinite, NULL
+SELECT jobqueue.jq_create_queue('q_ctl_bad', group_rate_limit => 0);
+SELECT jobqueue.jq_create_queue('q_ctl_bad', group_rate_limit => -1);
+SELECT jobqueue.jq_create_queue('q_ctl_bad', group_rate_limit => 'NaN');
+SELECT jobqueue.jq_create_queue('q_ctl_bad', group_rate_limit => 'Infinity');
+SELECT jobqueue.jq_create_queue('q_ctl_bad', group_rate_limit => 1000001);
+SELECT jobqueue.jq_create_queue('q_ctl_bad', group_rate_burst => 0);
+SELECT jobqueue.jq_create_queue('q_ctl_bad', group_rate_burst => 1000001);
+SELECT jobqueue.jq_create_queue('q_ctl_bad', max_wait => '0');
+SELECT jobqueue.jq_create_queue('q_ctl_bad', max_wait => '-1 second');
+SELECT jobqueue.jq_create_queue('q_ctl_bad', max_wait => '101 years');
+SELECT jobqueue.jq_create_queue('q_ctl_bad', max_wait => '1 mon -30 days');
+SELECT jobqueue.jq_create_queue('q_ctl_bad', max_pending => 0);
+SELECT jobqueue.jq_create_queue('q_ctl_bad', max_pending => -5);
+SELECT jobqueue.jq_create_queue('q_ctl_bad', group_max_pending => 0);
+SELECT jobqueue.jq_create_queue('q_ctl_bad', fair_share_half_life => NULL);
+SELECT jobqueue.jq_create_queue('q_ctl_bad', fair_share_half_life => '0');
+SELECT jobqueue.jq_create_queue('q_ctl_bad', fairness => 'edf');
+SELECT jobqueue.jq_alter_queue('q_ctl_nosuch', max_pending => 3);
+SELECT jobqueue.jq_alter_queue('q_ctl_nosuch', fairness => 'deadline');
+\set VERBOSITY default
+SELECT count(*) AS refused_queues_created FROM jobqueue.queues WHERE queue_name LIKE 'q_ctl_%';
+-- the message names the limit
+SELECT jobqueue.jq_create_queue('q_ctl_bad', max_pending => 0);
+SELECT jobqueue.jq_create_queue('q_ctl_bad', group_rate_limit => 'NaN');
+
+-- stored, and visible in the queue's row
+SELECT jobqueue.jq_create_queue('q_ctl', group_rate_limit => 2.5, group_rate_burst => 5,
+	max_wait => '10 minutes', max_pending => 100, group_max_pending => 10,
+	fair_share_half_life => '30 minutes', fairness => 'deadline');
+SELECT fairness, group_rate_limit, group_rate_burst, max_wait, max_pending,
+	   group_max_pending, fair_share_half_life
+FROM jobqueue.queues WHERE queue_name = 'q_ctl';
+SELECT jobqueue.jq_create_queue('q_ctl_plain');
+SELECT fairness, group_rate_limit, group_rate_burst, max_wait, max_pending,
+	   group_max_pending, fair_share_half_life
+FROM jobqueue.queues WHERE queue_name = 'q_ctl_plain';
+-- alter: NULL leaves alone, 0 removes, a burst of 0 restores the default
+SELECT jobqueue.jq_alter_queue('q_ctl', max_pending => 50);
+SELECT max_pending, group_max_pending, max_wait, group_rate_limit FROM jobqueue.queues
+WHERE queue_name = 'q_ctl';
+SELECT jobqueue.jq_alter_queue('q_ctl', group_rate_burst => 0);
+SELECT group_rate_limit, group_rate_burst FROM jobqueue.queues WHERE queue_name = 'q_ctl';
+SELECT jobqueue.jq_alter_queue('q_ctl', max_pending => 0, group_max_pending => 0,
+	max_wait => '0', group_rate_limit => 0);
+SELECT max_pending, group_max_pending, max_wait, group_rate_limit, group_rate_burst
+FROM jobqueue.queues WHERE queue_name = 'q_ctl';
+\set VERBOSITY sqlstate
+SELECT jobqueue.jq_alter_queue('q_ctl', max_pending => -1);
+SELECT jobqueue.jq_alter_queue('q_ctl', group_max_pending => -1);
+SELECT jobqueue.jq_alter_queue('q_ctl', max_wait => '-1 hour');
+SELECT jobqueue.jq_alter_queue('q_ctl', fair_share_half_life => '0');
+SELECT jobqueue.jq_alter_queue('q_ctl', group_rate_limit => 'NaN');
+SELECT jobqueue.jq_alter_queue('q_ctl', group_rate_burst => -1);
+\set VERBOSITY default
+-- fair_share is a group policy, deadline is not
+SELECT jobqueue.jq_alter_queue('q_ctl', fairness => 'fair_share');
+SELECT jobqueue.jq_enqueue('q_ctl', '{}') AS j_fs \gset
+SELECT group_key FROM jobqueue.jobs WHERE id = :j_fs;
+SELECT jobqueue.jq_alter_queue('q_ctl_plain', fairness => 'deadline');
+SELECT jobqueue.jq_enqueue('q_ctl_plain', '{}') AS j_dl \gset
+SELECT group_key IS NULL AS no_group FROM jobqueue.jobs WHERE id = :j_dl;
+SELECT jobqueue.jq_alter_queue('q_ctl_plain', fairness => 'priority');
+
+-- job arguments: refused values
+\set VERBOSITY sqlstate
+SELECT jobqueue.jq_enqueue('q_ctl_plain', '{}', debounce_key => '');
+SELECT jobqueue.jq_enqueue('q_ctl_plain', '{}', debounce_key => repeat('k', 513));
+SELECT jobqueue.jq_enqueue('q_ctl_plain', '{}', debounce => '1 second');
+SELECT jobqueue.jq_enqueue('q_ctl_plain', '{}', debounce_max_wait => '1 second');
+SELECT jobqueue.jq_enqueue('q_ctl_plain', '{}', debounce_key => 'k', debounce => '-1 second');
+SELECT jobqueue.jq_enqueue('q_ctl_plain', '{}', debounce_key => 'k', debounce => '101 years');
+SELECT jobqueue.jq_enqueue('q_ctl_plain', '{}', debounce_key => 'k', debounce_max_wait => '0');
+SELECT jobqueue.jq_enqueue('q_ctl_plain', '{}', debounce_key => 'k', idempotency_key => 'i');
+SELECT jobqueue.jq_enqueue('q_ctl_plain', '{}', debounce_key => 'k', depends_on => ARRAY[:j_dl]::bigint[]);
+SELECT jobqueue.jq_enqueue('q_ctl_plain', '{}', start_by => 'infinity');
+SELECT jobqueue.jq_enqueue('q_ctl_plain', '{}', start_by => '-infinity');
+SELECT jobqueue.jq_enqueue('q_ctl_plain', '{}', start_by => now() - interval '1 hour');
+SELECT jobqueue.jq_enqueue('q_ctl_plain', '{}', run_at => now() + interval '2 hours',
+	start_by => now() + interval '1 hour');
+SELECT jobqueue.jq_enqueue('q_ctl_plain', '{}', cost => 0);
+SELECT jobqueue.jq_enqueue('q_ctl_plain', '{}', cost => -1);
+SELECT jobqueue.jq_enqueue('q_ctl_plain', '{}', cost => 'NaN');
+SELECT jobqueue.jq_enqueue('q_ctl_plain', '{}', cost => 'Infinity');
+SELECT jobqueue.jq_enqueue('q_ctl_plain', '{}', cost => 1e10);
+SELECT jobqueue.jq_enqueue('q_ctl_nosuch', '{}', debounce_key => 'k');
+SELECT jobqueue.jq_enqueue('q_ctl_nosuch', '{}', start_by => now() + interval '1 hour');
+SELECT jobqueue.jq_enqueue_many('q_ctl_plain', ARRAY['{}']::jsonb[], cost => 'NaN');
+SELECT jobqueue.jq_enqueue_many('q_ctl_plain', ARRAY['{}']::jsonb[], start_by => 'infinity');
+SELECT jobqueue.jq_enqueue_many('q_ctl_plain', ARRAY['{}']::jsonb[],
+	depends_on => ARRAY[:j_dl]::bigint[], cost => 1);
+SELECT jobqueue.jq_enqueue_many('q_ctl_nosuch', ARRAY['{}']::jsonb[], cost => 1);
+\set VERBOSITY default
+SELECT jobqueue.jq_enqueue('q_ctl_plain', '{}', debounce_key => 'k', idempotency_key => 'i');
+SELECT jobqueue.jq_enqueue('q_ctl_plain', '{}', cost => 'NaN');
+SELECT count(*) AS jobs_after_refusals FROM jobqueue.jobs WHERE queue_name = 'q_ctl_plain';
+
+-- stored, and visible in jq_job
+SELECT jobqueue.jq_enqueue('q_ctl_plain', '{"a": 1}', start_by => '2999-01-01 00:00+00',
+	cost => 2.5) AS j1 \gset
+SELECT debounce_key, start_by, cost FROM jobqueue.jq_job(:j1);
+SELECT count(*) FROM jobqueue.jq_enqueue_many('q_ctl_plain', ARRAY['{"m": 1}', '{"m": 2}']::jsonb[],
+	start_by => '2999-01-01 00:00+00', cost => 0.25);
+SELECT payload, start_by, cost FROM jobqueue.jobs
+WHERE queue_name = 'q_ctl_plain' AND payload ? 'm' ORDER BY id;
+-- a dependent keeps an explicit deadline and cost
+SELECT jobqueue.jq_enqueue('q_ctl_plain', '{"dep": 1}', depends_on => ARRAY[:j1]::bigint[],
+	start_by => '2999-01-01 00:00+00', cost => 3) AS jdep \gset
+SELECT status, start_by, cost FROM jobqueue.jq_job(:jdep);
+-- max_wait: start_by = available_at + max_wait, for one job and a batch
+SELECT jobqueue.jq_create_queue('q_ctl_wait', max_wait => '10 minutes');
+SELECT jobqueue.jq_enqueue('q_ctl_wait', '{}', run_at => '2999-01-01 00:00+00') AS jw \gset
+SELECT start_by - available_at AS deadline_after FROM jobqueue.jobs WHERE id = :jw;
+SELECT count(*) FROM jobqueue.jq_enqueue_many('q_ctl_wait', ARRAY['{}', '{}']::jsonb[],
+	run_at => '2999-01-01 00:00+00');
+SELECT count(*), min(start_by - available_at), max(start_by - available_at)
+FROM jobqueue.jobs WHERE queue_name = 'q_ctl_wait';
+-- an explicit start_by wins over max_wait
+SELECT jobqueue.jq_enqueue('q_ctl_wait', '{}', run_at => '2999-01-01 00:00+00',
+	start_by => '2999-01-01 05:00+00') AS jw2 \gset
+SELECT start_by - available_at AS deadline_after FROM jobqueue.jobs WHERE id = :jw2;
+
+-- debounce: the call replaces the pending job of its key and returns its id
+SELECT jobqueue.jq_create_queue('q_deb');
+SELECT jobqueue.jq_counters_reset('q_deb');
+SELECT jobqueue.jq_enqueue('q_deb', '{"v": 1}', debounce_key => 'user:1',
+	debounce => '1 minute', debounce_max_wait => '1 hour', priority => 1) AS d1 \gset
+SELECT available_at BETWEEN now() + interval '59 seconds' AND now() + interval '61 seconds'
+	   AS after_quiet_period,
+	   debounce_until BETWEEN now() + interval '59 minutes' AND now() + interval '61 minutes'
+	   AS bounded
+FROM jobqueue.jobs WHERE id = :d1;
+SELECT jobqueue.jq_enqueue('q_deb', '{"v": 2}', debounce_key => 'user:1',
+	run_at => now() + interval '10 minutes', debounce => '1 minute', priority => 5,
+	group_key => 'g1', max_attempts => 3, cost => 4) = :d1 AS same_job;
+SELECT payload, priority, group_key, max_attempts, cost,
+	   available_at BETWEEN now() + interval '10 minutes 59 seconds'
+		AND now() + interval '11 minutes 1 second' AS moved
+FROM jobqueue.jobs WHERE id = :d1;
+-- another key, or another queue: another job
+SELECT jobqueue.jq_enqueue('q_deb', '{"v": 3}', debounce_key => 'user:2') <> :d1 AS other_key;
+SELECT jobqueue.jq_enqueue('q_ctl_plain', '{"v": 3}', debounce_key => 'user:1') <> :d1 AS other_queue;
+SELECT count(*) FROM jobqueue.jobs WHERE queue_name = 'q_deb';
+-- the quiet period never moves the job past the first call + debounce_max_wait
+SELECT jobqueue.jq_enqueue('q_deb', '{"v": 4}', debounce_key => 'user:1',
+	run_at => '2999-01-01 05:00+00') = :d1 AS same_job;
+SELECT payload, available_at = debounce_until AS capped FROM jobqueue.jobs WHERE id = :d1;
+-- debounce without max_wait: moved each time
+SELECT jobqueue.jq_enqueue('q_deb', '{"v": 5}', debounce_key => 'user:2',
+	debounce => '100 years') AS d2 \gset
+SELECT available_at > now() + interval '99 years' AS moved FROM jobqueue.jobs WHERE id = :d2;
+-- once claimed, the next call starts a new job; a released job never conflicts
+SELECT jobqueue.jq_enqueue('q_deb', '{"v": 6}', debounce_key => 'user:3') AS d3 \gset
+SELECT id = :d3 AS claimed_it FROM jobqueue.jq_claim('q_deb', 1, 'w') \gset
+SELECT jobqueue.jq_enqueue('q_deb', '{"v": 7}', debounce_key => 'user:3') AS d4 \gset
+SELECT :d4 <> :d3 AS new_job;
+SELECT jobqueue.jq_release(:d3, (SELECT lease_token FROM jobqueue.jobs WHERE id = :d3));
+SELECT jobqueue.jq_enqueue('q_deb', '{"v": 8}', debounce_key => 'user:3') = :d4 AS replaces_unclaimed;
+SELECT status, payload FROM jobqueue.jobs WHERE debounce_key = 'user:3' ORDER BY id;
+-- counted: enqueued once per new job, debounced once per replacement
+SELECT enqueued, debounced FROM jobqueue.jq_counters() WHERE queue_name = 'q_deb';
+
+SELECT jobqueue.jq_drop_queue(q, true)
+FROM unnest(ARRAY['q_ctl', 'q_ctl_plain', 'q_ctl_wait', 'q_deb']) q;

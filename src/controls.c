@@ -1,0 +1,412 @@
+/*-------------------------------------------------------------------------
+ *
+ * controls.c
+ *	  The controls of what a queue admits and when a job may start:
+ *	  debounce, deadlines (start_by, max_wait) and their arguments, the
+ *	  queue policy arguments of the controls, and the enqueue of a job that
+ *	  has any of them.
+ *
+ * A debounced enqueue is one INSERT ... ON CONFLICT DO UPDATE whose arbiter
+ * is jobs_debounce_key_idx (one pending, never claimed job per queue and
+ * key).  Against a concurrent claim of the job it would replace: the claim
+ * holds the row lock (FOR UPDATE SKIP LOCKED, then its UPDATE), the upsert
+ * waits for it, finds the row changed (no longer in the index) and starts
+ * the insertion again, which then inserts a new job; or the upsert holds
+ * the lock first and the claim skips the row until the producer commits,
+ * then claims the new version.  Either way the newest payload runs.
+ *
+ * A job's deadline (start_by) is computed here, in C, from the time the job
+ * becomes available and the queue's max_wait, and passed to the INSERT.
+ *
+ * The enqueue of a job without any control, in a queue without any, does
+ * not come here: the plain statements of lifecycle.c serve it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "jobqueue.h"
+
+#include <math.h>
+
+#include "catalog/pg_type.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+/* The largest declared cost of a job, in seconds of worker time */
+#define JQ_MAX_COST 1e9
+
+/*
+ * The controls arguments of jq_enqueue (single: debounce_key, debounce,
+ * debounce_max_wait, start_by, cost from argno on) or of jq_enqueue_many
+ * (start_by, cost from argno on), checked into *c.  An older SQL
+ * definition without these arguments passes none.
+ */
+void
+jq_arg_enqueue_controls(FunctionCallInfo fcinfo, int argno, bool single,
+						JqEnqueueControls *c)
+{
+	int			start_by_argno = single ? argno + 3 : argno;
+	bool		isnull;
+
+	memset(c, 0, sizeof(*c));
+	if (single && PG_NARGS() > argno + 2)
+	{
+		if (!PG_ARGISNULL(argno))
+			c->debounce_key = jq_arg_nonempty_text(fcinfo, argno, "debounce_key",
+												   JQ_DEBOUNCE_KEY_MAXLEN);
+		c->debounce = jq_arg_interval(fcinfo, argno + 1, "debounce", true, true);
+		c->debounce_max_wait = jq_arg_interval(fcinfo, argno + 2,
+											   "debounce_max_wait", true, false);
+		if (c->debounce_key == NULL &&
+			(c->debounce != NULL || c->debounce_max_wait != NULL))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("debounce and debounce_max_wait require a debounce_key"),
+					 errhint("Pass debounce_key => the key whose newest job is to run.")));
+	}
+	if (PG_NARGS() > start_by_argno + 1)
+	{
+		Datum		d = jq_arg_timestamptz(fcinfo, start_by_argno, "start_by", &isnull);
+
+		if (!isnull)
+		{
+			c->has_start_by = true;
+			c->start_by = DatumGetTimestampTz(d);
+		}
+		if (!PG_ARGISNULL(start_by_argno + 1))
+		{
+			float8		cost = PG_GETARG_FLOAT8(start_by_argno + 1);
+
+			if (isnan(cost) || cost <= 0 || cost > JQ_MAX_COST)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("cost must be greater than 0 and at most %g", JQ_MAX_COST),
+						 errdetail("The value given was %g.", cost)));
+			c->has_cost = true;
+			c->cost = cost;
+		}
+	}
+}
+
+/* Does the job have any control of its own? */
+bool
+jq_controls_given(const JqEnqueueControls *c)
+{
+	return c->debounce_key != NULL || c->has_start_by || c->has_cost;
+}
+
+/* Does the queue (its cached settings) put a control on every enqueue? */
+bool
+jq_queue_controls_enqueue(const JqQueueSettings *settings)
+{
+	return settings->has_max_wait;
+}
+
+/* timestamp ts + interval iv */
+static TimestampTz
+jq_timestamp_plus(TimestampTz ts, const Interval *iv)
+{
+	return DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
+												   TimestampTzGetDatum(ts),
+												   PointerGetDatum(iv)));
+}
+
+/*
+ * The deadline of a job that becomes available at available_at: the
+ * explicit start_by, which must not come before it, else available_at +
+ * the queue's max_wait; *isnull when neither.
+ */
+static TimestampTz
+jq_job_start_by(const JqEnqueueControls *c, const JqQueueSettings *settings,
+				TimestampTz available_at, bool *isnull)
+{
+	*isnull = false;
+	if (c->has_start_by)
+	{
+		if (c->start_by < available_at)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("start_by must not be earlier than the time the job becomes available"),
+					 errdetail("The job becomes available at %s, start_by is %s.",
+							   timestamptz_to_str(available_at),
+							   timestamptz_to_str(c->start_by))));
+		return c->start_by;
+	}
+	if (settings->has_max_wait)
+		return jq_timestamp_plus(available_at, &settings->max_wait);
+	*isnull = true;
+	return 0;
+}
+
+/*
+ * Enqueue one job with controls (the job's own, or its queue's) and note
+ * its outcome.  values and nulls are laid out as JQ_PLAN_ENQUEUE_GROUPED's
+ * ($1 queue, $2 payload, $3 priority, $4 run_at, $5 max_attempts, $6
+ * idempotency key, $7 now, $8 group key).  Must be called while connected
+ * to SPI.  Returns the job's id: a new job's, the one that holds the
+ * idempotency key, or the pending job of the debounce key that the call
+ * replaced.
+ */
+int64
+jq_enqueue_controlled(const char *queue_name, const JqEnqueueControls *c,
+					  Datum *values, char *nulls)
+{
+	const JqQueueSettings *settings = jq_queue_settings(queue_name);
+	Datum		cvalues[11];
+	char		cnulls[11];
+	TimestampTz now = DatumGetTimestampTz(values[6]);
+	TimestampTz available_at;
+	TimestampTz start_by;
+	bool		start_by_null;
+	int64		job_id;
+
+	if (!settings->exists)
+		jq_raise_unknown_queue(queue_name);
+	memcpy(cvalues, values, 8 * sizeof(Datum));
+	memcpy(cnulls, nulls, 8);
+	available_at = nulls[3] == JQ_ISNULL ? now : DatumGetTimestampTz(values[3]);
+	if (c->debounce_key != NULL)
+	{
+		/* the quiet period, from the call on (or from run_at) */
+		TimestampTz until = 0;
+
+		if (c->debounce != NULL)
+			available_at = jq_timestamp_plus(available_at, c->debounce);
+		if (c->debounce_max_wait != NULL)
+		{
+			until = jq_timestamp_plus(now, c->debounce_max_wait);
+			if (available_at > until)
+				available_at = until;
+		}
+		cvalues[3] = TimestampTzGetDatum(available_at);
+		cnulls[3] = JQ_NOTNULL;
+		/* $6: the debounce key instead of an idempotency key */
+		cvalues[5] = PointerGetDatum(c->debounce_key);
+		cnulls[5] = JQ_NOTNULL;
+		cvalues[10] = TimestampTzGetDatum(until);
+		cnulls[10] = c->debounce_max_wait != NULL ? JQ_NOTNULL : JQ_ISNULL;
+	}
+	start_by = jq_job_start_by(c, settings, available_at, &start_by_null);
+	cvalues[8] = TimestampTzGetDatum(start_by);
+	cnulls[8] = start_by_null ? JQ_ISNULL : JQ_NOTNULL;
+	cvalues[9] = Float8GetDatum(c->cost);
+	cnulls[9] = c->has_cost ? JQ_NOTNULL : JQ_ISNULL;
+
+	if (c->debounce_key != NULL)
+	{
+		jq_execute(JQ_PLAN_ENQUEUE_DEBOUNCED, cvalues, cnulls,
+				   SPI_OK_INSERT_RETURNING);
+		if (SPI_processed == 0)
+			jq_raise_unknown_queue(queue_name);
+		job_id = DatumGetInt64(jq_result(0, JQ_OUTCOME_ID));
+		if (jq_result_bool(0, JQ_OUTCOME_NCOLS + 2))
+			(void) jq_note_outcome(JQ_TR_ENQUEUE, 0, NULL, NULL, NULL);
+		else
+		{
+			/* replaced: a wake-up if it is ready now, counted as debounced */
+			if (jq_result_bool(0, JQ_OUTCOME_WAKE))
+				jq_wakeup_queue(queue_name);
+			jq_count(queue_name, JQ_CTR_DEBOUNCED, 1);
+		}
+		return job_id;
+	}
+
+	jq_execute(cnulls[5] == JQ_ISNULL ? JQ_PLAN_ENQUEUE_CONTROLLED :
+			   JQ_PLAN_ENQUEUE_CONTROLLED_KEYED, cvalues, cnulls,
+			   SPI_OK_INSERT_RETURNING);
+	if (SPI_processed == 1)
+	{
+		job_id = DatumGetInt64(jq_result(0, JQ_OUTCOME_ID));
+		(void) jq_note_outcome(JQ_TR_ENQUEUE, 0, NULL, NULL, NULL);
+		return job_id;
+	}
+	if (cnulls[5] == JQ_ISNULL)
+		jq_raise_unknown_queue(queue_name);
+	jq_require_queue(queue_name);
+	return jq_job_with_key(values[0], values[5]);
+}
+
+/*
+ * The controls of a batch (jq_enqueue_many): the deadline and the declared
+ * cost of every job, as parameters $7 and $8 of
+ * JQ_PLAN_ENQUEUE_MANY_CONTROLLED, whose first six are those of
+ * JQ_PLAN_ENQUEUE_MANY_GROUPED.
+ */
+void
+jq_enqueue_many_controls(const char *queue_name, const JqEnqueueControls *c,
+						 TimestampTz available_at, Datum *values, char *nulls)
+{
+	const JqQueueSettings *settings = jq_queue_settings(queue_name);
+	bool		start_by_null;
+
+	if (!settings->exists)
+		jq_raise_unknown_queue(queue_name);
+	values[6] = TimestampTzGetDatum(jq_job_start_by(c, settings, available_at,
+													&start_by_null));
+	nulls[6] = start_by_null ? JQ_ISNULL : JQ_NOTNULL;
+	values[7] = Float8GetDatum(c->cost);
+	nulls[7] = c->has_cost ? JQ_NOTNULL : JQ_ISNULL;
+}
+
+/*
+ * The deadline and cost of a job enqueued with depends_on (dependencies.c
+ * inserted it): set on its row, in the same transaction.  A waiting job
+ * gets no deadline from the queue's max_wait, only an explicit start_by.
+ */
+void
+jq_dependent_controls(const char *queue_name, int64 job_id,
+					  const JqEnqueueControls *c)
+{
+	Oid			argtypes[4] = {TEXTOID, INT8OID, TIMESTAMPTZOID, FLOAT8OID};
+	Datum		values[4];
+	char		nulls[4] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL};
+
+	if (!c->has_start_by && !c->has_cost)
+		return;
+	values[0] = CStringGetTextDatum(queue_name);
+	values[1] = Int64GetDatum(job_id);
+	values[2] = TimestampTzGetDatum(c->start_by);
+	nulls[2] = c->has_start_by ? JQ_NOTNULL : JQ_ISNULL;
+	values[3] = Float8GetDatum(c->cost);
+	nulls[3] = c->has_cost ? JQ_NOTNULL : JQ_ISNULL;
+	jq_execute_once("dependent controls",
+					"UPDATE jobqueue.jobs j SET start_by = $3, cost = $4 "
+					"WHERE j.queue_name = $1 AND j.id = $2",
+					4, argtypes, values, nulls, SPI_OK_UPDATE);
+}
+
+/*
+ * An int policy argument of the controls: at least 1; in jq_alter_queue 0
+ * removes the limit (stored as 0 here, NULL in the row).
+ */
+static void
+jq_arg_limit(FunctionCallInfo fcinfo, int argno, const char *what, bool alter,
+			 Datum *value, char *null)
+{
+	int32		v;
+
+	*null = JQ_ISNULL;
+	*value = (Datum) 0;
+	if (PG_ARGISNULL(argno))
+		return;
+	v = PG_GETARG_INT32(argno);
+	if (v < 1 && !(alter && v == 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be at least 1", what),
+				 errdetail("The value given was %d.", v),
+				 alter ? errhint("Pass 0 to remove the limit, NULL to leave it unchanged.") : 0));
+	*value = Int32GetDatum(v);
+	*null = JQ_NOTNULL;
+}
+
+/*
+ * The controls' policy arguments of jq_create_queue (alter = false) and
+ * jq_alter_queue (alter = true), from argno on: group_rate_limit,
+ * group_rate_burst, max_wait, max_pending, group_max_pending,
+ * fair_share_half_life.  Sets them on queue_name's row, which the caller
+ * has just created or changed.  In jq_alter_queue NULL leaves a setting
+ * unchanged and 0 (an interval of zero for max_wait) removes it; a
+ * group_rate_burst of 0 restores the default burst.  An old SQL definition
+ * without these arguments changes nothing.
+ */
+void
+jq_controls_set_policy(FunctionCallInfo fcinfo, int argno,
+					   const char *queue_name, bool alter)
+{
+	Oid			argtypes[7] = {TEXTOID, FLOAT8OID, INT4OID, INTERVALOID, INT4OID,
+	INT4OID, INTERVALOID};
+	Datum		values[7];
+	char		nulls[7];
+	bool		given = false;
+	int			i;
+
+	if (PG_NARGS() < argno + 6)
+		return;
+	for (i = 0; i < 6; i++)
+		if (!PG_ARGISNULL(argno + i))
+			given = true;
+	if (!given && alter)
+		return;
+	values[0] = CStringGetTextDatum(queue_name);
+	nulls[0] = JQ_NOTNULL;
+
+	/* group_rate_limit: as rate_limit; alter: 0 removes it */
+	nulls[1] = JQ_ISNULL;
+	values[1] = (Datum) 0;
+	if (!PG_ARGISNULL(argno))
+	{
+		float8		rate = PG_GETARG_FLOAT8(argno);
+
+		if (!(alter && rate == 0) &&
+			(isnan(rate) || rate <= 0 || rate > 1000000))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("group_rate_limit must be greater than 0 and at most 1000000"),
+					 errdetail("The value given was %g.", rate),
+					 alter ? errhint("Use group_rate_limit => 0 to remove the limit.") : 0));
+		values[1] = Float8GetDatum(rate);
+		nulls[1] = JQ_NOTNULL;
+	}
+
+	/* group_rate_burst: 1 to 1000000; alter: 0 restores the default */
+	nulls[2] = JQ_ISNULL;
+	values[2] = (Datum) 0;
+	if (!PG_ARGISNULL(argno + 1))
+	{
+		int32		burst = PG_GETARG_INT32(argno + 1);
+
+		if (!(alter && burst == 0) && (burst < 1 || burst > 1000000))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("group_rate_burst must be between 1 and 1000000"),
+					 errdetail("The value given was %d.", burst)));
+		values[2] = Int32GetDatum(burst);
+		nulls[2] = JQ_NOTNULL;
+	}
+
+	/* max_wait: positive; alter: zero removes it */
+	{
+		Interval   *iv = jq_arg_interval(fcinfo, argno + 2, "max_wait", true, alter);
+
+		values[3] = PointerGetDatum(iv);
+		nulls[3] = iv == NULL ? JQ_ISNULL : JQ_NOTNULL;
+	}
+	jq_arg_limit(fcinfo, argno + 3, "max_pending", alter, &values[4], &nulls[4]);
+	jq_arg_limit(fcinfo, argno + 4, "group_max_pending", alter, &values[5], &nulls[5]);
+
+	/* fair_share_half_life: positive, never NULL in the row */
+	if (PG_ARGISNULL(argno + 5))
+	{
+		if (!alter)
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("fair_share_half_life must not be null")));
+		values[6] = (Datum) 0;
+		nulls[6] = JQ_ISNULL;
+	}
+	else
+	{
+		values[6] = PointerGetDatum(jq_arg_interval(fcinfo, argno + 5,
+													"fair_share_half_life",
+													false, false));
+		nulls[6] = JQ_NOTNULL;
+	}
+
+	jq_execute_once("set queue controls",
+					"UPDATE jobqueue.queues q SET "
+					"  group_rate_limit = CASE WHEN $2 = 0 THEN NULL "
+					"                          ELSE COALESCE($2, q.group_rate_limit) END, "
+					"  group_rate_burst = CASE WHEN $2 = 0 OR $3 = 0 THEN NULL "
+					"                          ELSE COALESCE($3, q.group_rate_burst) END, "
+					"  max_wait = CASE WHEN $4 = interval '0' THEN NULL "
+					"                  ELSE COALESCE($4, q.max_wait) END, "
+					"  max_pending = CASE WHEN $5 = 0 THEN NULL "
+					"                     ELSE COALESCE($5, q.max_pending) END, "
+					"  group_max_pending = CASE WHEN $6 = 0 THEN NULL "
+					"                           ELSE COALESCE($6, q.group_max_pending) END, "
+					"  fair_share_half_life = COALESCE($7, q.fair_share_half_life) "
+					"WHERE q.queue_name = $1",
+					7, argtypes, values, nulls, SPI_OK_UPDATE);
+	if (SPI_processed == 0)
+		jq_raise_unknown_queue(queue_name);
+}
