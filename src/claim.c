@@ -174,26 +174,34 @@ jq_claim_order_cmp(const void *a, const void *b, void *arg)
 }
 
 /*
- * The claim of a queue without a policy (JQ_PLAN_CLAIM_PLAIN): the lease
- * ends at now + LEAST(lease or the queue's lease_duration, max_runtime),
- * computed here from the cached settings, in the session's time zone as
- * the SQL expression would; the jobs come back in id order and are put in
- * claim order.
+ * The end of a claim's lease: now + LEAST(lease or the queue's
+ * lease_duration, max_runtime), computed here from the cached settings, in
+ * the session's time zone as the SQL expression would, so that no claim
+ * statement applies timestamptz + interval (STABLE) to the queue's columns.
+ * values and nulls are jq_claim's parameters.
  */
-static void
-jq_claim_plain(const JqQueueSettings *settings, Datum *values,
-			   const char *nulls)
+static Datum
+jq_claim_lease_end(const JqQueueSettings *settings, Datum *values,
+				   const char *nulls)
 {
-	Datum		pvalues[5];
 	Datum		lease;
 
-	memcpy(pvalues, values, sizeof(pvalues));
 	lease = nulls[3] == JQ_ISNULL ?
 		IntervalPGetDatum(&settings->lease_duration) : values[3];
 	lease = DirectFunctionCall2(interval_smaller, lease,
 								IntervalPGetDatum(&settings->max_runtime));
-	pvalues[3] = DirectFunctionCall2(timestamptz_pl_interval, values[4], lease);
-	jq_execute(JQ_PLAN_CLAIM_PLAIN, pvalues, NULL, SPI_OK_UPDATE_RETURNING);
+	return DirectFunctionCall2(timestamptz_pl_interval, values[4], lease);
+}
+
+/*
+ * The claim of a queue without a policy (JQ_PLAN_CLAIM_PLAIN); values[3]
+ * is the lease's end.  The jobs come back in id order and are put in claim
+ * order.
+ */
+static void
+jq_claim_plain(Datum *values)
+{
+	jq_execute(JQ_PLAN_CLAIM_PLAIN, values, NULL, SPI_OK_UPDATE_RETURNING);
 	if (SPI_processed > 1)
 		qsort_arg(SPI_tuptable->vals, SPI_processed, sizeof(HeapTuple),
 				  jq_claim_order_cmp, SPI_tuptable->tupdesc);
@@ -214,14 +222,19 @@ jq_claim_run(JqClaimKind kind, const JqQueueSettings *settings,
 	int64		last_pos = 0;
 	uint64		i;
 	JqPlanId	plan = JQ_PLAN_CLAIM_GROUPS;
+	Datum		lvalues[5];
 
+	/* every claim of 1.2 on gets the lease's end ($4), not the lease */
+	memcpy(lvalues, values, sizeof(lvalues));
+	lvalues[3] = jq_claim_lease_end(settings, values, nulls);
+	values = lvalues;
 	switch (kind)
 	{
 		case JQ_CLAIM_PLAIN:
-			jq_claim_plain(settings, values, nulls);
+			jq_claim_plain(values);
 			return;
 		case JQ_CLAIM_AGED:
-			jq_execute(JQ_PLAN_CLAIM_AGED, values, nulls, SPI_OK_SELECT);
+			jq_execute(JQ_PLAN_CLAIM_AGED, values, NULL, SPI_OK_SELECT);
 			return;
 		case JQ_CLAIM_GROUPS:
 			break;
@@ -238,7 +251,7 @@ jq_claim_run(JqClaimKind kind, const JqQueueSettings *settings,
 	 */
 	entry = jq_policy_entry(queue_name);
 	memcpy(gvalues, values, 5 * sizeof(Datum));
-	memcpy(gnulls, nulls, 5);
+	memset(gnulls, JQ_NOTNULL, 5);
 	if (settings->round_robin && jq_rotation_installed())
 	{
 		jq_execute(JQ_PLAN_ROTATION_READ, values, NULL, SPI_OK_SELECT);

@@ -52,6 +52,9 @@ extern int	jq_max_payload_size;
 extern int	jq_max_error_length;
 extern int	jq_max_error_stack_size;
 extern int	jq_error_history;
+extern Datum jq_attempt_entry(TimestampTz at, Datum code, Datum message,
+							  bool message_null, bool retryable, Datum detail,
+							  bool detail_null, Datum stack, bool stack_null);
 /* GUC of results and progress (results.c) */
 extern int	jq_max_result_size;
 
@@ -130,6 +133,10 @@ extern SPIPlanPtr jq_plan(JqPlanId id);
 extern const char *jq_plan_sql(JqPlanId id);
 extern const char *jq_plan_name(JqPlanId id);
 extern bool jq_plan_read_only(JqPlanId id);
+extern bool jq_distributed_mode(void);
+extern void jq_plans_reset(void);
+extern double jq_epoch_seconds(TimestampTz t);
+extern double jq_jitter(void);
 
 /* Statement execution and result access (spi.c) */
 #define JQ_NOTNULL ' '

@@ -26,12 +26,15 @@
 #include "jobqueue.h"
 
 #include "access/htup_details.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "mb/pg_wchar.h"
+#include "storage/lmgr.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/jsonb.h"
+#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
 PG_FUNCTION_INFO_V1(jq_claim);
@@ -100,22 +103,32 @@ jq_lifecycle_guc_init(void)
 }
 
 /*
- * The INSERT of a job without an idempotency key (JQ_PLAN_ENQUEUE_UNKEYED):
- * the queue's settings from the backend's cache fill in what the statement
- * would otherwise read from the queue's row.  values and nulls are
- * JQ_PLAN_ENQUEUE_GROUPED's.  No row back (SPI_processed 0) means that the
- * queue was dropped meanwhile.
+ * The INSERT of one job (JQ_PLAN_ENQUEUE_GROUPED with an idempotency key,
+ * JQ_PLAN_ENQUEUE_UNKEYED without): the queue's settings from the
+ * backend's cache fill in what the statement would otherwise read from the
+ * queue's row, so that it is a plain INSERT ... VALUES (plans.c).  values
+ * and nulls are JQ_PLAN_ENQUEUE_GROUPED's first eight parameters.
+ *
+ * The lock on jobs that the INSERT takes anyway is taken first, before the
+ * settings are looked at: jq_drop_queue and a change of the group policy
+ * (jq_ordering_set_policy) hold a lock on jobs that conflicts with it until
+ * they commit, and their commit moves the cache's counter before that lock
+ * is released.  So a queue dropped while the enqueue waited is seen gone,
+ * and a job without a group gets the group '' when its queue has a group
+ * policy now.  No row back (SPI_processed 0) means an existing key.
  */
 static void
-jq_enqueue_unkeyed(const char *queue_name, Datum *values, const char *nulls)
+jq_enqueue_values(const char *queue_name, Datum *values, const char *nulls)
 {
-	const JqQueueSettings *settings = jq_queue_settings(queue_name);
+	const JqQueueSettings *settings;
 	Datum		uvalues[9];
 	char		unulls[9];
 
+	LockRelationOid(get_relname_relid("jobs", get_namespace_oid("jobqueue", false)),
+					RowExclusiveLock);
+	settings = jq_queue_settings(queue_name);
 	if (!settings->exists)
 		jq_raise_unknown_queue(queue_name);
-	/* (the statement checks again that the queue exists) */
 	memcpy(uvalues, values, 8 * sizeof(Datum));
 	memcpy(unulls, nulls, 8);
 	if (unulls[4] == JQ_ISNULL)
@@ -131,7 +144,8 @@ jq_enqueue_unkeyed(const char *queue_name, Datum *values, const char *nulls)
 	}
 	uvalues[8] = BoolGetDatum(settings->notify);
 	unulls[8] = JQ_NOTNULL;
-	jq_execute(JQ_PLAN_ENQUEUE_UNKEYED, uvalues, unulls, SPI_OK_INSERT_RETURNING);
+	jq_execute(nulls[5] == JQ_ISNULL ? JQ_PLAN_ENQUEUE_UNKEYED : JQ_PLAN_ENQUEUE_GROUPED,
+			   uvalues, unulls, SPI_OK_INSERT_RETURNING);
 }
 
 /*
@@ -222,10 +236,8 @@ jq_enqueue_call(PG_FUNCTION_ARGS)
 		PG_RETURN_INT64(job_id);
 	}
 	/* before 1.2 (ALTER EXTENSION UPDATE not run) the schema has no groups */
-	if (jq_ordering_installed() && nulls[5] == JQ_ISNULL)
-		jq_enqueue_unkeyed(queue_name, values, nulls);
-	else if (jq_ordering_installed())
-		jq_execute(JQ_PLAN_ENQUEUE_GROUPED, values, nulls, SPI_OK_INSERT_RETURNING);
+	if (jq_ordering_installed())
+		jq_enqueue_values(queue_name, values, nulls);
 	else if (group_key == NULL)
 		jq_execute(JQ_PLAN_ENQUEUE, values, nulls, SPI_OK_INSERT_RETURNING);
 	else
@@ -762,34 +774,50 @@ Datum
 jq_fail(PG_FUNCTION_ARGS)
 {
 	Datum		values[10];
-	char		nulls[10] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_ISNULL, JQ_ISNULL};
+	char		nulls[10] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL};
 	Interval   *retry_in;
 	Datum		status = (Datum) 0;
 	bool		fenced;
+	TimestampTz now = GetCurrentTimestamp();
+	Datum		message;
+	char		message_null;
+	Datum		detail = (Datum) 0;
+	bool		detail_null = true;
+	Datum		stack;
+	char		stack_null;
 
 	values[0] = Int64GetDatum(jq_arg_int8(fcinfo, 0, "job id"));
 	values[1] = Int64GetDatum(jq_arg_int8(fcinfo, 1, "token"));
 	values[2] = PointerGetDatum(jq_arg_nonempty_text(fcinfo, 2, "error code",
 													 JQ_ERROR_CODE_MAXLEN));
-	values[3] = jq_arg_clipped_text(fcinfo, 3, jq_max_error_length, &nulls[3]);
+	message = jq_arg_clipped_text(fcinfo, 3, jq_max_error_length, &message_null);
 	values[4] = jq_arg_required(fcinfo, 4, "retryable");
 	retry_in = jq_arg_interval(fcinfo, 5, "retry_in", true, true);
-	values[5] = PointerGetDatum(retry_in);
 	if (retry_in == NULL)
+	{
+		values[5] = (Datum) 0;
 		nulls[5] = JQ_ISNULL;
-	values[6] = TimestampTzGetDatum(GetCurrentTimestamp());
+	}
+	else
+		values[5] = DirectFunctionCall2(timestamptz_pl_interval,
+										TimestampTzGetDatum(now),
+										IntervalPGetDatum(retry_in));
+	values[6] = TimestampTzGetDatum(now);
 	values[7] = Int32GetDatum(jq_error_history);
-	values[8] = (Datum) 0;
 	/* error_detail: an argument since 1.2, absent in an older definition */
 	if (PG_NARGS() > 6 && !PG_ARGISNULL(6))
 	{
-		values[8] = PG_GETARG_DATUM(6);
-		jq_check_result(values[8], "error detail");
-		nulls[8] = JQ_NOTNULL;
+		detail = PG_GETARG_DATUM(6);
+		jq_check_result(detail, "error detail");
+		detail_null = false;
 	}
 	/* stack: an argument since 1.4 */
-	values[9] = jq_arg_clipped_text(fcinfo, 7, jq_max_error_stack_size,
-									&nulls[9]);
+	stack = jq_arg_clipped_text(fcinfo, 7, jq_max_error_stack_size, &stack_null);
+	values[3] = jq_attempt_entry(now, values[2], message, message_null == JQ_ISNULL,
+								 DatumGetBool(values[4]), detail, detail_null,
+								 stack, stack_null == JQ_ISNULL);
+	values[8] = Float8GetDatum(jq_epoch_seconds(now));
+	values[9] = Float8GetDatum(jq_jitter());
 
 	jq_spi_connect();
 	jq_execute(JQ_PLAN_FAIL, values, nulls, SPI_OK_UPDATE_RETURNING);
@@ -883,11 +911,15 @@ jq_release(PG_FUNCTION_ARGS)
 {
 	Datum		values[4];
 	bool		released;
+	TimestampTz now = GetCurrentTimestamp();
 
 	values[0] = Int64GetDatum(jq_arg_int8(fcinfo, 0, "job id"));
 	values[1] = Int64GetDatum(jq_arg_int8(fcinfo, 1, "token"));
-	values[2] = PointerGetDatum(jq_arg_interval(fcinfo, 2, "delay", false, true));
-	values[3] = TimestampTzGetDatum(GetCurrentTimestamp());
+	/* ready again at now + delay, computed here (see JQ_PLAN_RELEASE) */
+	values[2] = DirectFunctionCall2(timestamptz_pl_interval, TimestampTzGetDatum(now),
+									PointerGetDatum(jq_arg_interval(fcinfo, 2, "delay",
+																	false, true)));
+	values[3] = TimestampTzGetDatum(now);
 
 	jq_spi_connect();
 	jq_execute(JQ_PLAN_RELEASE, values, NULL, SPI_OK_UPDATE_RETURNING);

@@ -25,6 +25,9 @@
 #include "utils/builtins.h"
 #include "miscadmin.h"
 #include "utils/guc.h"
+#include "utils/datetime.h"
+#include "utils/json.h"
+#include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
 /* Rows of job_dependencies deleted per statement when a job succeeds */
@@ -44,6 +47,51 @@ jq_outcome_guc_init(void)
 							10, 1, 1000,
 							PGC_USERSET, 0,
 							NULL, NULL, NULL);
+}
+
+/*
+ * The history entry of a failed attempt, as a jsonb object: at, code,
+ * message (NULL: null), retryable, and detail (jsonb) and stack (text)
+ * when not NULL.  The statement adds the attempt and its owner from the
+ * row (JQ_ATTEMPT_ENTRY_OF_SQL); built here so that the statement applies
+ * no STABLE function (jsonb_build_object) to a column.  Times are written
+ * as jsonb_build_object writes them (JsonEncodeDateTime: ISO 8601 in the
+ * session's time zone).  Returned in the current memory context.
+ */
+Datum
+jq_attempt_entry(TimestampTz at, Datum code, Datum message, bool message_null,
+				 bool retryable, Datum detail, bool detail_null,
+				 Datum stack, bool stack_null)
+{
+	StringInfoData buf;
+	char		tsbuf[MAXDATELEN + 1];
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "{\"at\": ");
+	escape_json(&buf, JsonEncodeDateTime(tsbuf, TimestampTzGetDatum(at),
+										 TIMESTAMPTZOID, NULL));
+	appendStringInfoString(&buf, ", \"code\": ");
+	escape_json(&buf, TextDatumGetCString(code));
+	appendStringInfoString(&buf, ", \"message\": ");
+	if (message_null)
+		appendStringInfoString(&buf, "null");
+	else
+		escape_json(&buf, TextDatumGetCString(message));
+	appendStringInfo(&buf, ", \"retryable\": %s", retryable ? "true" : "false");
+	if (!detail_null)
+	{
+		Jsonb	   *jb = DatumGetJsonbP(detail);
+
+		appendStringInfoString(&buf, ", \"detail\": ");
+		(void) JsonbToCString(&buf, &jb->root, VARSIZE(jb));
+	}
+	if (!stack_null)
+	{
+		appendStringInfoString(&buf, ", \"stack\": ");
+		escape_json(&buf, TextDatumGetCString(stack));
+	}
+	appendStringInfoChar(&buf, '}');
+	return DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data));
 }
 
 /*

@@ -48,12 +48,32 @@
  * decisions use the database clock at the moment of the call, not the start
  * of the caller's transaction, and still match index conditions.
  *
+ * Citus (jobs distributed by queue_name, jq_distributed_mode()): a
+ * statement that moves jobs must be one Citus runs on the queue's shard.
+ * So the hot statements (enqueue, claim, complete, fail, heartbeat,
+ * release, progress, cancel, retry) apply no VOLATILE function and, to a
+ * column, no STABLE one (not even inside CASE or COALESCE, which Citus
+ * refuses with any non-IMMUTABLE function): times that depend on the row
+ * are computed with to_timestamp(float8) from an epoch parameter
+ * (JQ_EPOCH_PLUS_SQL), the others in C (a lease's end, a release's, a
+ * retry_in's); the jitter of a backoff is drawn in C (pg_prng); history
+ * entries are built in C and completed with the row's values by IMMUTABLE
+ * jsonb functions.  An enqueue is a plain INSERT ... VALUES of typed
+ * parameters.  Each statement's JqDistPlan says how it is planned there:
+ * the kept generic plan where Citus's fast-path router prunes by the
+ * parameter (one table, queue_name = $n), a custom plan per call where the
+ * value must be seen (CTEs, joins, subqueries), and the statements of the
+ * worker, which runs on each node against its own shards.
+ *
  *-------------------------------------------------------------------------
  */
 #include "jobqueue.h"
 
 #include "access/relation.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_namespace.h"
+#include "common/pg_prng.h"
+#include "datatype/timestamp.h"
 #include "catalog/pg_type.h"
 #include "storage/bufmgr.h"
 #include "utils/lsyscache.h"
@@ -62,17 +82,43 @@
 #include "utils/timestamp.h"
 
 /*
- * Retry delay in seconds: exponential backoff from the queue's backoff_base,
- * doubling per attempt, capped at backoff_max, then "equal jitter": a
- * uniformly random value between half of that and all of it.  BASE and MAX
- * are interval expressions, ATTEMPT the number of the attempt that failed.
+ * Retry delay in seconds (float8): exponential backoff from the queue's
+ * backoff_base, doubling per attempt, capped at backoff_max, then "equal
+ * jitter": a uniformly random value between half of that and all of it.
+ * BASE and MAX are interval expressions, ATTEMPT the number of the attempt
+ * that failed, JITTER a float8 in [0, 1).  Every function in it is
+ * IMMUTABLE (date_part of an interval, ^), so that Citus can run an UPDATE
+ * that applies it to columns on the shard: the random value is drawn in C
+ * (pg_prng) and passed as a parameter.
  */
-#define JQ_BACKOFF_SQL(BASE, MAX, ATTEMPT) \
-	"pg_catalog.make_interval(secs => " \
-	"LEAST(pg_catalog.date_part('epoch', " MAX "), " \
+#define JQ_BACKOFF_SECS_SQL(BASE, MAX, ATTEMPT, JITTER) \
+	"(LEAST(pg_catalog.date_part('epoch', " MAX "), " \
 	"pg_catalog.date_part('epoch', " BASE ") * " \
 	"2.0::float8 ^ LEAST(GREATEST(" ATTEMPT " - 1, 0), 62)) " \
-	"* (0.5 + 0.5 * pg_catalog.random()))"
+	"* (0.5 + 0.5 * " JITTER "))"
+
+/* The retry delay as an interval (for the statements that run on one node) */
+#define JQ_BACKOFF_SQL(BASE, MAX, ATTEMPT, JITTER) \
+	"pg_catalog.make_interval(secs => " \
+	JQ_BACKOFF_SECS_SQL(BASE, MAX, ATTEMPT, JITTER) ")"
+
+/*
+ * The time SECS (float8) seconds after the time whose Unix epoch is EPOCH
+ * (a float8 parameter, jq_epoch_seconds()), computed with IMMUTABLE
+ * functions only: timestamptz + interval is STABLE (it depends on the time
+ * zone), to_timestamp(float8) is not.  Exact to the microsecond for any
+ * time of this millennium (a float8 holds 2^53 microseconds).
+ */
+#define JQ_EPOCH_PLUS_SQL(EPOCH, SECS) \
+	"pg_catalog.to_timestamp(" EPOCH " + " SECS ")"
+
+/*
+ * The epoch of timestamptz column COL as float8, with IMMUTABLE functions
+ * only (timestamptz - timestamptz, date_part of an interval; date_part of
+ * a timestamptz is STABLE)
+ */
+#define JQ_EPOCH_OF_SQL(COL) \
+	"pg_catalog.date_part('epoch', " COL " - 'epoch'::timestamptz)"
 
 /*
  * Append ENTRY (a jsonb expression) to a job's error history and keep only
@@ -81,7 +127,7 @@
 #define JQ_APPEND_ERROR_SQL(ENTRY, KEEP) \
 	"pg_catalog.jsonb_path_query_array(j.errors || " ENTRY ", " \
 	"'$[last - $keep + 1 to last]', " \
-	"pg_catalog.jsonb_build_object('keep', " KEEP "))"
+	"pg_catalog.jsonb_set('{}'::jsonb, '{keep}', (" KEEP ")::text::jsonb))"
 
 /*
  * The state transitions of a job, each written once.  The statements below
@@ -158,14 +204,21 @@
 	"lease_expires_at = " EXPIRES
 
 /*
- * The claim's lease of the jobs IDS (a subquery) of queue $1 for lease $4
- * (NULL: the queue's), never past max_runtime.  CTE q holds the queue's
- * lease_duration and max_runtime.  RETURNING is the caller's.
+ * The claim's lease of the jobs IDS (a subquery) of queue $1 until EXPIRES,
+ * when CTE q (the queue's row, if it may be claimed from) has a row.
+ * RETURNING is the caller's.
  */
-#define JQ_LEASE_SQL(IDS) \
-	"UPDATE jobqueue.jobs j SET " \
-	JQ_LEASE_SET_SQL("$5 + LEAST(COALESCE($4, q.lease_duration), q.max_runtime)") " " \
+#define JQ_LEASE_UNTIL_SQL(IDS, EXPIRES) \
+	"UPDATE jobqueue.jobs j SET " JQ_LEASE_SET_SQL(EXPIRES) " " \
 	"FROM q WHERE j.queue_name = $1 AND j.id = ANY (ARRAY(" IDS "))"
+
+/*
+ * The lease of the claims of 1.2 on: until $4, computed in C from the
+ * cached settings (jq_claim_run: now + LEAST(lease or lease_duration,
+ * max_runtime)), so that the UPDATE applies no STABLE function
+ * (timestamptz + interval) to the queue's columns.
+ */
+#define JQ_LEASE_SQL(IDS) JQ_LEASE_UNTIL_SQL(IDS, "$4")
 
 /*
  * The trace context a claim returns of job X (columns JQ_CLAIM_TRACEPARENT
@@ -241,17 +294,17 @@
 
 /*
  * running -> pending or dead (fail, reap): a failed attempt is retried when
- * RETRYABLE and attempts are left, after DELAY; otherwise the job is dead.
+ * RETRYABLE and attempts are left, at READY_AT; otherwise the job is dead.
  * CODE is the error code recorded, ENTRY the jsonb entry appended to the
  * history, KEEP the history length.
  */
 #define JQ_RETRY_COND_SQL(RETRYABLE) \
 	"(" RETRYABLE " AND j.attempt_count < j.max_attempts)"
-#define JQ_FAILED_ATTEMPT_SQL(RETRYABLE, NOW, DELAY, CODE, ENTRY, KEEP) \
+#define JQ_FAILED_ATTEMPT_SQL(RETRYABLE, NOW, READY_AT, CODE, ENTRY, KEEP) \
 	"status = CASE WHEN " JQ_RETRY_COND_SQL(RETRYABLE) \
 	"  THEN 'pending' ELSE 'dead' END::jobqueue.job_status, " \
 	"available_at = CASE WHEN " JQ_RETRY_COND_SQL(RETRYABLE) \
-	"  THEN " NOW " + " DELAY " ELSE j.available_at END, " \
+	"  THEN " READY_AT " ELSE j.available_at END, " \
 	"finished_at = CASE WHEN " JQ_RETRY_COND_SQL(RETRYABLE) \
 	"  THEN NULL ELSE " NOW " END, " \
 	"lease_owner = NULL, lease_expires_at = NULL, last_error_code = " CODE ", " \
@@ -264,7 +317,17 @@
  */
 #define JQ_FAILED_OUTCOME_SQL "j.last_error_code, j.attempt_count"
 
-/* The history entry of a failed attempt */
+/*
+ * The history entry of a failed attempt: ENTRY (a jsonb parameter built in
+ * C, jq_attempt_entry(): at, code, message, retryable, detail, stack) with
+ * the attempt's number and owner from the row.  IMMUTABLE functions only
+ * (jsonb_build_object is STABLE): Citus runs the UPDATE on the shard.
+ */
+#define JQ_ATTEMPT_ENTRY_OF_SQL(ENTRY) \
+	"pg_catalog.jsonb_set(" ENTRY " || pg_catalog.jsonb_object('{owner}'::text[], " \
+	"ARRAY[j.lease_owner]), '{attempt}', j.attempt_count::text::jsonb)"
+
+/* The history entry of a failed attempt, built in the statement (reap) */
 #define JQ_ATTEMPT_ENTRY_SQL(NOW, CODE, MESSAGE, RETRYABLE) \
 	"pg_catalog.jsonb_build_object('attempt', j.attempt_count, 'at', " NOW ", " \
 	"'code', " CODE ", 'message', " MESSAGE ", 'retryable', " RETRYABLE ", " \
@@ -316,8 +379,9 @@
 #define JQ_REAP_SQL \
 	"UPDATE jobqueue.jobs j SET " \
 	JQ_FAILED_ATTEMPT_SQL("true", "$2", \
-		"COALESCE((SELECT " \
-		JQ_BACKOFF_SQL("q.backoff_base", "q.backoff_max", "j.attempt_count") \
+		"$2 + COALESCE((SELECT " \
+		JQ_BACKOFF_SQL("q.backoff_base", "q.backoff_max", "j.attempt_count", \
+					   "pg_catalog.random()") \
 		" FROM jobqueue.queues q WHERE q.queue_name = j.queue_name), " \
 		"interval '0')", \
 		"'" JQ_LEASE_EXPIRED_CODE "'", \
@@ -423,19 +487,22 @@
 /*
  * The INSERT of jq_enqueue on a schema with groups (1.2): CONFLICT is the
  * ON CONFLICT clause for the idempotency key, or empty for a job without
- * a key.  $1 queue, $2 payload, $3 priority, $4 run_at, $5 max_attempts,
- * $6 idempotency key, $7 now, $8 group key.
+ * a key.  $1 queue, $2 payload, $3 priority, $4 run_at, $5 max_attempts
+ * (resolved), $6 idempotency key, $7 now, $8 group key (resolved: '' for
+ * no group in a queue with a group policy), $9 the queue's notify.  A
+ * plain INSERT ... VALUES of typed parameters, which Citus routes to the
+ * queue's shard with a kept generic plan: what the queue's row decides
+ * comes from the backend's cache of queue settings (queuecache.c), read
+ * after the lock on jobs that jq_drop_queue and a change of the group
+ * policy wait for (jq_enqueue_values in lifecycle.c).
  */
 #define JQ_ENQUEUE_GROUPED_SQL(CONFLICT) \
-	"WITH q AS (SELECT q.max_attempts, q.notify, " JQ_NO_GROUP_SQL " AS no_group " \
-	"           FROM jobqueue.queues q WHERE q.queue_name = $1) " \
 	"INSERT INTO jobqueue.jobs AS j " \
 	"  (queue_name, payload, priority, available_at, max_attempts, idempotency_key, " \
 	"   group_key) " \
-	"SELECT $1, $2, $3, COALESCE($4, $7), " \
-	"       COALESCE($5, q.max_attempts), $6, COALESCE($8, q.no_group) FROM q " \
+	"VALUES ($1, $2, $3, COALESCE($4, $7), $5, $6, $8) " \
 	CONFLICT \
-	"RETURNING " JQ_OUTCOME_SQL("$7", "(SELECT q.notify FROM q)", "false") ", j.id"
+	"RETURNING " JQ_OUTCOME_SQL("$7", "$9", "false") ", j.id"
 
 /*
  * The INSERT of a job with controls (controls.c): JQ_ENQUEUE_GROUPED_SQL
@@ -540,6 +607,33 @@
 	"       u.available_at, " JQ_CLAIM_TRACE_SQL("u") ", c.group_key, c.pos " \
 	"FROM u JOIN c ON c.id = u.id ORDER BY c.rank"
 
+/*
+ * How a statement is planned when jobqueue.jobs is distributed by Citus
+ * (jq_distributed_mode()).  On plain PostgreSQL every statement keeps its
+ * generic plan.
+ *
+ * JQ_DIST_CUSTOM (the default): a custom plan per call.  Citus routes a
+ * statement to one shard only when it sees the value of queue_name, and
+ * with a generic plan it sees a parameter; only its fast path (below)
+ * prunes by a parameter.  Every statement with a CTE, a join, a subquery
+ * or a sublink in RETURNING is of this kind, and so is anything not
+ * marked otherwise: a custom plan is correct wherever a generic one is.
+ *
+ * JQ_DIST_GENERIC: the kept generic plan, also on Citus.  One table, no
+ * subquery, queue_name = $n among the ANDed conditions: Citus's fast-path
+ * router plans it once and prunes to the shard at each execution.
+ *
+ * JQ_DIST_NODE: not a single-shard statement (a reap, purge or announce of
+ * the worker, which on Citus runs on each node against the shards it
+ * holds; a read across queues).  A custom plan, as for JQ_DIST_CUSTOM.
+ */
+typedef enum JqDistPlan
+{
+	JQ_DIST_CUSTOM = 0,
+	JQ_DIST_GENERIC,
+	JQ_DIST_NODE
+} JqDistPlan;
+
 typedef struct JqPlanSpec
 {
 	const char *sql;
@@ -547,6 +641,7 @@ typedef struct JqPlanSpec
 	Oid			argtypes[12];
 	const char *name;			/* for error messages */
 	bool		read_only;		/* a SELECT: runs in the caller's snapshot */
+	JqDistPlan	dist;			/* its plan in distributed mode */
 } JqPlanSpec;
 
 static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
@@ -614,7 +709,8 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"        AND j.available_at <= $5 AND EXISTS (SELECT FROM q) "
 		"      ORDER BY j.priority DESC, j.available_at, j.id "
 		"      LIMIT $2 FOR UPDATE OF j SKIP LOCKED), "
-		"u AS (" JQ_LEASE_SQL("SELECT c.id FROM c") " "
+		"u AS (" JQ_LEASE_UNTIL_SQL("SELECT c.id FROM c",
+								"$5 + LEAST(COALESCE($4, q.lease_duration), q.max_runtime)") " "
 		"      RETURNING j.id, j.payload, j.attempt_count, j.lease_token, "
 		"                j.lease_expires_at, j.priority, j.available_at) "
 		"SELECT u.id, u.payload, u.attempt_count, u.lease_token, u.lease_expires_at, "
@@ -691,27 +787,28 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		.name = "complete many refused", .read_only = true
 	},
 	/*
-	 * JQ_PLAN_FAIL: $1 id, $2 token, $3 error code, $4 message, $5
-	 * retryable, $6 retry_in, $7 now, $8 history length, $9 error detail,
-	 * $10 stack trace (each kept in the history entry when not NULL).
-	 * Retry when the error is retryable and attempts are left, else dead.
-	 * Outcome.
+	 * JQ_PLAN_FAIL: $1 id, $2 token, $3 error code, $4 the history entry
+	 * (jq_attempt_entry: at, code, message, retryable, detail, stack), $5
+	 * retryable, $6 retry at (NULL: the queue's backoff), $7 now, $8
+	 * history length, $9 now's epoch, $10 jitter (a float8 in [0, 1), from
+	 * pg_prng).  Retry when the error is retryable and attempts are left,
+	 * else dead.  Outcome.  The new available_at, the history entry and
+	 * every other value written come from IMMUTABLE functions of the row
+	 * and the parameters.
 	 */
 	[JQ_PLAN_FAIL] = {
 		"UPDATE jobqueue.jobs j SET "
 		JQ_FAILED_ATTEMPT_SQL("$5", "$7",
-			"COALESCE($6, "
-			JQ_BACKOFF_SQL("q.backoff_base", "q.backoff_max", "j.attempt_count") ")",
-			"$3", "(" JQ_ATTEMPT_ENTRY_SQL("$7", "$3", "$4", "$5") " || "
-			"CASE WHEN $9::jsonb IS NULL THEN '{}'::jsonb "
-			"ELSE pg_catalog.jsonb_build_object('detail', $9::jsonb) END || "
-			"CASE WHEN $10::text IS NULL THEN '{}'::jsonb "
-			"ELSE pg_catalog.jsonb_build_object('stack', $10::text) END)", "$8")
+			"COALESCE($6, " JQ_EPOCH_PLUS_SQL("$9",
+				JQ_BACKOFF_SECS_SQL("q.backoff_base", "q.backoff_max",
+									"j.attempt_count", "$10")) ")",
+			"$3", JQ_ATTEMPT_ENTRY_OF_SQL("$4"), "$8")
 		"FROM jobqueue.queues q "
 		"WHERE q.queue_name = j.queue_name AND " JQ_LEASE_HELD_SQL("$1", "$2", "$7") " "
 		"RETURNING " JQ_OUTCOME_SQL("$7", "q.notify", "q.notify_finished") ", "
 		JQ_FAILED_OUTCOME_SQL,
-		10, {INT8OID, INT8OID, TEXTOID, TEXTOID, BOOLOID, INTERVALOID, TIMESTAMPTZOID, INT4OID, JSONBOID, TEXTOID},
+		10, {INT8OID, INT8OID, TEXTOID, JSONBOID, BOOLOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+		INT4OID, FLOAT8OID, FLOAT8OID},
 		.name = "fail"
 	},
 	/*
@@ -737,19 +834,20 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		.name = "heartbeat"
 	},
 	/*
-	 * JQ_PLAN_RELEASE: $1 id, $2 token, $3 delay, $4 now.  The attempt is
+	 * JQ_PLAN_RELEASE: $1 id, $2 token, $3 ready at (now + delay, computed
+	 * in C: timestamptz + interval is STABLE), $4 now.  The attempt is
 	 * given back, the token stays incremented so the old holder is fenced.
 	 * Outcome, with the attempt's start read from the row before the
 	 * UPDATE (o), which clears it.
 	 */
 	[JQ_PLAN_RELEASE] = {
 		"UPDATE jobqueue.jobs j SET status = 'pending', "
-		"  attempt_count = j.attempt_count - 1, available_at = $4 + $3, "
+		"  attempt_count = j.attempt_count - 1, available_at = $3, "
 		"  lease_owner = NULL, lease_expires_at = NULL, started_at = NULL "
 		"FROM (SELECT o.started_at FROM jobqueue.jobs o WHERE o.id = $1) o "
 		"WHERE " JQ_LEASE_HELD_SQL("$1", "$2", "$4") " "
 		"RETURNING " JQ_OUTCOME_STARTED_SQL("$4", JQ_QUEUE_NOTIFY_SQL, "false", "o.started_at"),
-		4, {INT8OID, INT8OID, INTERVALOID, TIMESTAMPTZOID},
+		4, {INT8OID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID},
 		.name = "release"
 	},
 	/*
@@ -810,7 +908,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"           FOR UPDATE OF j SKIP LOCKED) "
 		JQ_REAP_SQL,
 		4, {INT4OID, TIMESTAMPTZOID, INT4OID, INT8ARRAYOID},
-		.name = "reap"
+		.name = "reap", .dist = JQ_DIST_NODE
 	},
 	/*
 	 * JQ_PLAN_REAP_CANDIDATES: $1 max jobs, $2 now, $3 ids to leave out.
@@ -823,7 +921,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"  AND j.id <> ALL ($3) "
 		"ORDER BY j.lease_expires_at LIMIT $1",
 		3, {INT4OID, TIMESTAMPTZOID, INT8ARRAYOID},
-		.name = "reap candidates", .read_only = true
+		.name = "reap candidates", .dist = JQ_DIST_NODE, .read_only = true
 	},
 	/* JQ_PLAN_REAP_ONE: $1 id, $2 now, $3 history length; as JQ_PLAN_REAP */
 	[JQ_PLAN_REAP_ONE] = {
@@ -833,7 +931,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"           FOR UPDATE OF j SKIP LOCKED) "
 		JQ_REAP_SQL,
 		3, {INT8OID, TIMESTAMPTZOID, INT4OID},
-		.name = "reap one"
+		.name = "reap one", .dist = JQ_DIST_NODE
 	},
 	/*
 	 * JQ_PLAN_PURGE: $1 queue, $2 older_than or NULL (the queue's
@@ -894,7 +992,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"  FROM p WHERE p.priority IS NOT NULL) r "
 		"WHERE q.notify AND NOT q.paused AND r.latest IS NOT NULL",
 		2, {TIMESTAMPTZOID, TIMESTAMPTZOID},
-		.name = "ready queues", .read_only = true
+		.name = "ready queues", .dist = JQ_DIST_NODE, .read_only = true
 	},
 	/* JQ_PLAN_NOTIFY_QUEUES: queues whose listeners are woken */
 	[JQ_PLAN_NOTIFY_QUEUES] = {
@@ -912,7 +1010,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"SELECT pg_catalog.min(j.lease_expires_at) FROM jobqueue.jobs j "
 		"WHERE j.status = 'running'",
 		0, {InvalidOid},
-		.name = "next lease expiry", .read_only = true
+		.name = "next lease expiry", .dist = JQ_DIST_NODE, .read_only = true
 	},
 	/*
 	 * JQ_PLAN_PURGE_DUE: $1 max jobs, $2 now.  One batch of finished jobs
@@ -937,7 +1035,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"      RETURNING j.queue_name) "
 		"SELECT d.queue_name, pg_catalog.count(*) FROM d GROUP BY d.queue_name",
 		2, {INT4OID, TIMESTAMPTZOID},
-		.name = "purge due"
+		.name = "purge due", .dist = JQ_DIST_NODE
 	},
 
 	/*----------
@@ -1123,43 +1221,32 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 */
 
 	/*
-	 * JQ_PLAN_ENQUEUE_GROUPED: $1 queue, $2 payload, $3 priority, $4 run_at, $5
-	 * max_attempts, $6 idempotency key, $7 now, $8 group key; JQ_PLAN_ENQUEUE
-	 * with the group (JQ_PLAN_ENQUEUE serves a schema from before 1.2).  No row back
-	 * means either no such queue or an existing idempotency key.  Outcome,
-	 * then the id.
+	 * JQ_PLAN_ENQUEUE_GROUPED: JQ_ENQUEUE_GROUPED_SQL for a job with an
+	 * idempotency key; JQ_PLAN_ENQUEUE with the group (JQ_PLAN_ENQUEUE
+	 * serves a schema from before 1.2).  No row back means an existing
+	 * idempotency key.  Outcome, then the id.
 	 */
 	[JQ_PLAN_ENQUEUE_GROUPED] = {
 		JQ_ENQUEUE_GROUPED_SQL(
 			"ON CONFLICT (queue_name, idempotency_key) WHERE idempotency_key IS NOT NULL "
 			"DO NOTHING "),
-		8, {TEXTOID, JSONBOID, INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TEXTOID},
-		.name = "enqueue grouped"
-	},
-	/*
-	 * JQ_PLAN_ENQUEUE_UNKEYED: JQ_PLAN_ENQUEUE_GROUPED for a job without an
-	 * idempotency key ($6 NULL, unused), which cannot conflict: a plain
-	 * INSERT, without the speculative insertion of ON CONFLICT (one WAL
-	 * record less per job), and without reading the queue's row: its
-	 * max_attempts ($5 resolved) and notify ($9) come from the backend's
-	 * cache of queue settings (queuecache.c).  The queue's row is still
-	 * read in the statement's snapshot: a queue dropped while the INSERT
-	 * waited for the drop's lock must not get a job, and a job without a
-	 * group gets the group '' when the queue has a group policy now, even
-	 * if the cache was read before a jq_alter_queue gave it one (the
-	 * INSERT waits for that transaction's lock on jobs, see
-	 * jq_ordering_set_policy).  No row back means no such queue.
-	 */
-	[JQ_PLAN_ENQUEUE_UNKEYED] = {
-		"INSERT INTO jobqueue.jobs AS j "
-		"  (queue_name, payload, priority, available_at, max_attempts, group_key) "
-		"SELECT $1, $2, $3, COALESCE($4, $7), $5, COALESCE($8, " JQ_NO_GROUP_SQL ") "
-		"FROM jobqueue.queues q WHERE q.queue_name = $1 "
-		"RETURNING " JQ_OUTCOME_SQL("$7", "$9", "false") ", j.id",
 		9, {TEXTOID, JSONBOID, INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TEXTOID,
 		BOOLOID},
-		.name = "enqueue unkeyed"
-	},	/*
+		.name = "enqueue grouped", .dist = JQ_DIST_GENERIC
+	},
+	/*
+	 * JQ_PLAN_ENQUEUE_UNKEYED: JQ_ENQUEUE_GROUPED_SQL for a job without an
+	 * idempotency key ($6 NULL), which cannot conflict: a plain INSERT,
+	 * without the speculative insertion of ON CONFLICT (one WAL record less
+	 * per job).  Outcome, then the id.
+	 */
+	[JQ_PLAN_ENQUEUE_UNKEYED] = {
+		JQ_ENQUEUE_GROUPED_SQL(""),
+		9, {TEXTOID, JSONBOID, INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TEXTOID,
+		BOOLOID},
+		.name = "enqueue unkeyed", .dist = JQ_DIST_GENERIC
+	},
+	/*
 	 * JQ_PLAN_ENQUEUE_MANY_GROUPED: $1 queue, $2 payloads, $3 priority, $4 run_at,
 	 * $5 now, $6 group keys (NULL, or one per payload); JQ_PLAN_ENQUEUE_MANY
 	 * with the groups.  Identity values are
@@ -1224,7 +1311,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		.name = "queue settings", .read_only = true
 	},
 	/*
-	 * JQ_PLAN_CLAIM_AGED: $1 queue, $2 n, $3 owner, $4 lease, $5 now; the
+	 * JQ_PLAN_CLAIM_AGED: $1 queue, $2 n, $3 owner, $4 lease expiry, $5 now; the
 	 * claim of a queue with priority_aging and no group policy.
 	 *
 	 * Within one priority the oldest job has the highest effective
@@ -1267,11 +1354,11 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"SELECT u.id, u.payload, u.attempt_count, u.lease_token, u.lease_expires_at, "
 		"       u.available_at, " JQ_CLAIM_TRACE_SQL("u") " "
 		"FROM u JOIN c ON c.id = u.id ORDER BY c.eff DESC, c.available_at, c.id",
-		5, {TEXTOID, INT4OID, TEXTOID, INTERVALOID, TIMESTAMPTZOID},
+		5, {TEXTOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID},
 		.name = "claim aged"
 	},
 	/*
-	 * JQ_PLAN_CLAIM_GROUPS: $1 queue, $2 n, $3 owner, $4 lease, $5 now, $6
+	 * JQ_PLAN_CLAIM_GROUPS: $1 queue, $2 n, $3 owner, $4 lease expiry, $5 now, $6
 	 * rotation cursor (the last group this backend served, NULL: from the
 	 * start); the claim of a queue with a group policy.
 	 *
@@ -1332,11 +1419,11 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"        AND j.status = 'pending' "
 		"      FOR UPDATE OF j SKIP LOCKED), "
 		JQ_GROUP_LEASE_SQL("SELECT l.id FROM l"),
-		6, {TEXTOID, INT4OID, TEXTOID, INTERVALOID, TIMESTAMPTZOID, TEXTOID},
+		6, {TEXTOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID},
 		.name = "claim groups"
 	},
 	/*
-	 * JQ_PLAN_CLAIM_ORDERED: $1 queue, $2 n, $3 owner, $4 lease, $5 now, $6
+	 * JQ_PLAN_CLAIM_ORDERED: $1 queue, $2 n, $3 owner, $4 lease expiry, $5 now, $6
 	 * rotation cursor (as JQ_PLAN_CLAIM_GROUPS); the claim of a strictly
 	 * ordered queue (group_ordered), whatever its fairness and aging.
 	 *
@@ -1392,7 +1479,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"      FOR UPDATE OF j SKIP LOCKED), "
 		JQ_GROUP_LEASE_SQL("SELECT c.id FROM c WHERE c.group_key <> '' "
 						   "UNION ALL SELECT l.id FROM l"),
-		6, {TEXTOID, INT4OID, TEXTOID, INTERVALOID, TIMESTAMPTZOID, TEXTOID},
+		6, {TEXTOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID},
 		.name = "claim ordered"
 	},
 	/*
@@ -1522,7 +1609,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"      RETURNING 1) "
 		"SELECT (SELECT pg_catalog.count(*) FROM ins) + (SELECT pg_catalog.count(*) FROM u)",
 		1, {TEXTOID},
-		.name = "groups repair"
+		.name = "groups repair", .dist = JQ_DIST_NODE
 	},
 
 	/*
@@ -1819,8 +1906,95 @@ jq_plans_check_size(void)
 }
 
 /*
- * Return the prepared statement id, preparing and keeping it on first use.
- * Must be called while connected to SPI.
+ * Distributed mode: is jobqueue.jobs a table that Citus distributes?  Read
+ * once per backend, from Citus's own catalog (pg_dist_partition), so that
+ * it cannot disagree with the schema: false wherever Citus is not
+ * installed, without a query.  A session that was open when jobs was
+ * distributed keeps its kept plans and mode until jq_plans_reset() (which
+ * jq_distribute() calls in its own session) or a new connection.  Must be
+ * called while connected to SPI.
+ */
+static int	distributed_mode = -1;	/* -1: not read yet */
+
+bool
+jq_distributed_mode(void)
+{
+	Oid			dist_partition;
+	Oid			nspoid;
+	Oid			jobs;
+	Datum		arg;
+	int			ret;
+	bool		isnull;
+
+	if (distributed_mode >= 0)
+		return distributed_mode == 1;
+	nspoid = get_namespace_oid("jobqueue", true);
+	jobs = OidIsValid(nspoid) ? get_relname_relid("jobs", nspoid) : InvalidOid;
+	if (!OidIsValid(jobs))
+		return false;			/* no extension yet: read again later */
+	dist_partition = get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE);
+	if (!OidIsValid(dist_partition))
+	{
+		distributed_mode = 0;
+		return false;
+	}
+	arg = ObjectIdGetDatum(jobs);
+	ret = SPI_execute_with_args("SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition p "
+								"WHERE p.logicalrelid OPERATOR(pg_catalog.=) "
+								"$1::pg_catalog.regclass)",
+								1, (Oid[]) {OIDOID}, &arg, NULL, true, 1);
+	if (ret != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not read pg_dist_partition: %s", SPI_result_code_string(ret));
+	distributed_mode = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
+												  SPI_tuptable->tupdesc, 1,
+												  &isnull)) ? 1 : 0;
+	return distributed_mode == 1;
+}
+
+/*
+ * Forget the kept plans and the distributed mode of this backend: the next
+ * use of each statement prepares it again, for the mode then read.
+ */
+void
+jq_plans_reset(void)
+{
+	for (int id = 0; id < JQ_NUM_PLANS; id++)
+	{
+		if (plans[id] != NULL)
+			SPI_freeplan(plans[id]);
+		plans[id] = NULL;
+	}
+	distributed_mode = -1;
+	plans_jobs_blocks = InvalidBlockNumber;
+}
+
+/*
+ * The Unix epoch of t in seconds, for the statements that compute times
+ * with IMMUTABLE functions only (JQ_EPOCH_PLUS_SQL)
+ */
+double
+jq_epoch_seconds(TimestampTz t)
+{
+	return (double) t / USECS_PER_SEC +
+		((double) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY);
+}
+
+/*
+ * A uniformly random float8 in [0, 1): the jitter of a retry's backoff,
+ * drawn here rather than by random() in the statement, which Citus does not
+ * run in an UPDATE
+ */
+double
+jq_jitter(void)
+{
+	return pg_prng_double(&pg_global_prng_state);
+}
+
+/*
+ * Return the prepared statement id, preparing and keeping it on first use:
+ * with a generic plan, or in distributed mode a custom plan per call for
+ * the statements that need one (JqDistPlan).  Must be called while
+ * connected to SPI.
  */
 SPIPlanPtr
 jq_plan(JqPlanId id)
@@ -1834,7 +2008,9 @@ jq_plan(JqPlanId id)
 
 	plan = SPI_prepare_cursor(plan_specs[id].sql, plan_specs[id].nargs,
 							  (Oid *) plan_specs[id].argtypes,
-							  CURSOR_OPT_GENERIC_PLAN);
+							  jq_distributed_mode() &&
+							  plan_specs[id].dist != JQ_DIST_GENERIC ?
+							  CURSOR_OPT_CUSTOM_PLAN : CURSOR_OPT_GENERIC_PLAN);
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed for jobqueue statement \"%s\": %s",
 			 plan_specs[id].name, SPI_result_code_string(SPI_result));

@@ -53,6 +53,7 @@
 #include "utils/timestamp.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/snapmgr.h"
 
 /* The cached names, in TopMemoryContext; NULL: not read yet */
 static ArrayType *notify_finished_queues = NULL;
@@ -251,10 +252,18 @@ jq_queue_settings(const char *queue_name)
 	if (entry != NULL)
 		return entry;
 
-	/* the counter was read before the table (see the header) */
+	/*
+	 * The counter was read before the table (see the header), which is read
+	 * in a new snapshot: the caller may have waited for a lock since its
+	 * statement's snapshot was taken, for a transaction that changed the
+	 * queue (jq_enqueue_values takes the lock on jobs first, which
+	 * jq_drop_queue and a change of the group policy hold).
+	 */
 	pg_read_barrier();
 	values[0] = CStringGetTextDatum(queue_name);
+	PushActiveSnapshot(GetTransactionSnapshot());
 	jq_execute(JQ_PLAN_QUEUE_SETTINGS, values, NULL, SPI_OK_SELECT);
+	PopActiveSnapshot();
 	memset(&settings, 0, sizeof(settings));
 	settings.exists = SPI_processed == 1;
 	if (settings.exists)
