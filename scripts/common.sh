@@ -20,7 +20,7 @@ log() { printf '\n==> %s\n' "$*"; }
 JQ_PKGS_BUILD=(build-essential postgresql-15 postgresql-server-dev-15)
 JQ_PKGS_TESTS=(postgresql-15-pgtap postgresql-contrib libipc-run-perl
 	prometheus prometheus-postgres-exporter)
-JQ_PKGS_CLIENTS=(python3-psycopg python3-pytest golang-go golang-github-jackc-pgx-v4-dev
+JQ_PKGS_CLIENTS=(python3-psycopg python3-pytest golang-go golang-github-jackc-pgx-v4-dev golang-opentelemetry-otel-dev
 	nodejs npm pgbouncer)
 
 # Install the Debian packages the tests and benchmarks need (and those

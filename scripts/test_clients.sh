@@ -254,7 +254,7 @@ suite_go() {
 	set +e
 	local p=0 f=0 st
 	if go_setup; then
-		run_as "$cdir/gopath/src/jobqueue" go test -v -count=1 -timeout 300s jobqueue 2>&1 | tee "$cdir/go.log"
+		run_as "$cdir/gopath/src/jobqueue" go test -v -count=1 -timeout 300s jobqueue jobqueue/jqotel 2>&1 | tee "$cdir/go.log"
 		st=${PIPESTATUS[0]}
 		p=$(grep -c -E '^--- PASS' "$cdir/go.log")
 		f=$(grep -c -E '^--- FAIL' "$cdir/go.log")
