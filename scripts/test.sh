@@ -8,7 +8,9 @@
 # then the client libraries' tests (scripts/test_clients.sh: Python,
 # Node.js, Go, through PgBouncer too, on a throwaway cluster of their own)
 # and the dashboard's (scripts/test_dashboard.sh: its API, and its pages in
-# headless Chromium, on a cluster of their own).
+# headless Chromium, on a cluster of their own) and the Citus suite
+# (scripts/test_citus.sh: a 3-node Citus cluster built from ../shared/citus;
+# skipped, saying why, without a Citus source).
 # Usage: bash scripts/test.sh as root, or sudo bash scripts/test.sh
 #   (exits non-zero on any failure)
 source "$(dirname "$0")/common.sh"
@@ -58,6 +60,20 @@ dfailed=${dfailed:-0}
 cpassed=$((cpassed + dpassed))
 cfailed=$((cfailed + dfailed))
 
+# The Citus suite: builds Citus from ../shared/citus (or $CITUS_SRC) with
+# its Debian build dependencies, or says why it is skipped.
+log "running the Citus tests"
+set +e
+bash "$JQ_ROOT/scripts/test_citus.sh" "$dir" 2>&1 | tee "$dir/citus.log"
+zstatus=${PIPESTATUS[0]}
+set -e
+read -r zpassed zfailed < <(sed -n 's/^jobqueue Citus tests: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$dir/citus.log" | tail -n 1)
+zpassed=${zpassed:-0}
+zfailed=${zfailed:-0}
+[ "$zstatus" -ne 0 ] && [ "$zfailed" -eq 0 ] && zfailed=1
+cpassed=$((cpassed + zpassed))
+cfailed=$((cfailed + zfailed))
+
 # One closing line summing the harnesses: pg_regress ("All N tests
 # passed." / "M of N tests failed.") and prove ("Tests=N", "Failed M/N").
 read -r passed failed < <(awk '
@@ -73,4 +89,4 @@ failed=$((failed + cfailed))
 [ "$status" -ne 0 ] && [ "$failed" -eq 0 ] && failed=1
 echo
 echo "jobqueue tests: $passed passed, $failed failed"
-[ "$status" -eq 0 ] && [ "$failed" -eq 0 ] && [ "$cstatus" -eq 0 ] && [ "$dstatus" -eq 0 ]
+[ "$status" -eq 0 ] && [ "$failed" -eq 0 ] && [ "$cstatus" -eq 0 ] && [ "$dstatus" -eq 0 ] && [ "$zstatus" -eq 0 ]

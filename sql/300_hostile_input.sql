@@ -779,6 +779,19 @@ FROM (VALUES
 ORDER BY v.ord;
 
 --------------------------------------------------------------------------
+-- 1.4: scale-out on Citus, called on a server without it
+--------------------------------------------------------------------------
+SELECT v.label, pg_temp.try(v.stmt) AS result
+FROM (VALUES
+		(1, 'distribute() without Citus', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_distribute()$$),
+		(2, 'distribute_node() without Citus', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_distribute_node()$$),
+		(3, 'queue_node(NULL)', $$SELECT jobqueue.jq_queue_node(NULL)$$),
+		(4, 'queue_node(1 MB name)', $$SELECT jobqueue.jq_queue_node(pg_catalog.repeat('q', 1024 * 1024))$$),
+		(5, 'queue_node(name is SQL)', $$SELECT jobqueue.jq_queue_node('x''; DROP TABLE jobqueue.jobs; --')$$))
+	AS v(ord, label, stmt)
+ORDER BY v.ord;
+
+--------------------------------------------------------------------------
 -- Every function of the extension was called above.  A new function must
 -- be added to this test (and to this list) with its own hostile calls.
 --------------------------------------------------------------------------
@@ -807,7 +820,8 @@ WHERE d.classid = 'pg_catalog.pg_proc'::regclass AND d.deptype = 'e'
 						  'jq_set_group_limit', 'jq_group_limits',
 						  'jq_cron_next', 'jq_schedule', 'jq_unschedule',
 						  'jq_run_schedules', 'jq_rate_limits',
-						  'jq_jobs', 'jq_schedules')
+						  'jq_jobs', 'jq_schedules',
+						  'jq_distribute', 'jq_distribute_node', 'jq_queue_node')
 ORDER BY 1;
 
 -- clean up

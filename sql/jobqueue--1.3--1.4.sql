@@ -823,6 +823,310 @@ DROP FUNCTION jobqueue.jq_create_queue(text, int, interval, interval, interval, 
 DROP FUNCTION jobqueue.jq_alter_queue(text, int, interval, interval, interval, interval, interval, boolean, boolean, int, boolean, text, interval, float8, int);
 DROP FUNCTION jobqueue.jq_job_1_3(bigint);
 
+------------------------------------------------------------------------------
+-- Scale-out: jobqueue on a Citus cluster, jobs distributed by queue
+------------------------------------------------------------------------------
+
+/*
+ * The changes one node of a Citus cluster needs before and after the tables
+ * are distributed, run on every node by jq_distribute() (each in its own
+ * transaction there) and idempotent:
+ *   - the primary key of jobs becomes (queue_name, id): Citus needs the
+ *     distribution column in every unique index; the calls by id alone
+ *     find their job through jobs_id_idx;
+ *   - foreign keys between its tables are dropped until the tables are
+ *     distributed (jq_distribute() makes them again from the coordinator);
+ *   - the identity sequence of jobs hands out the range of the node's
+ *     group, the one Citus gives the sequences it creates itself (group g:
+ *     g * 2^48 + 1 up to (g + 1) * 2^48 + 1), so that ids inserted through
+ *     any node are unique and a later metadata sync finds nothing to change.
+ * DDL propagation is off: each node changes only its own copy (the shards
+ * are made from the coordinator's definition).  Returns what it changed.
+ * Nothing of this runs on plain PostgreSQL.
+ */
+CREATE FUNCTION jobqueue.jq_distribute_node()
+RETURNS SETOF text
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	grp bigint;
+	lo bigint;
+	hi bigint;
+	seq regclass := pg_catalog.pg_get_serial_sequence('jobqueue.jobs', 'id')::pg_catalog.regclass;
+	cur_min bigint;
+	cur_max bigint;
+	last bigint;
+	r record;
+BEGIN
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
+		RAISE EXCEPTION 'jq_distribute_node() needs Citus'
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  HINT = 'jq_distribute() runs it on every node of a Citus cluster.';
+	END IF;
+	PERFORM pg_catalog.set_config('citus.enable_ddl_propagation', 'off', true);
+	IF (SELECT pg_catalog.array_agg(a.attname::text ORDER BY k.ord)
+		FROM pg_catalog.pg_constraint c
+		CROSS JOIN LATERAL pg_catalog.unnest(c.conkey) WITH ORDINALITY AS k(attnum, ord)
+		JOIN pg_catalog.pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.attnum
+		WHERE c.conrelid = 'jobqueue.jobs'::pg_catalog.regclass AND c.contype = 'p')
+		IS DISTINCT FROM ARRAY['queue_name', 'id'] THEN
+		ALTER TABLE jobqueue.jobs DROP CONSTRAINT jobs_pkey,
+			ADD CONSTRAINT jobs_pkey PRIMARY KEY (queue_name, id);
+		RETURN NEXT 'jobs: primary key (queue_name, id)';
+	END IF;
+	IF pg_catalog.to_regclass('jobqueue.jobs_id_idx') IS NULL THEN
+		CREATE INDEX jobs_id_idx ON jobqueue.jobs (id);
+		RETURN NEXT 'jobs: index jobs_id_idx (id)';
+	END IF;
+
+	-- foreign keys of tables not yet distributed (jq_distribute() makes
+	-- them again once they are)
+	FOR r IN
+		SELECT c.conrelid::pg_catalog.regclass AS rel, c.conname
+		FROM pg_catalog.pg_constraint c
+		JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass
+			AND d.objid = c.conrelid AND d.deptype = 'e'
+		JOIN pg_catalog.pg_extension e ON e.oid = d.refobjid AND e.extname = 'jobqueue'
+		WHERE c.contype = 'f'
+		  AND NOT EXISTS (SELECT FROM pg_catalog.pg_dist_partition p WHERE p.logicalrelid = c.conrelid)
+	LOOP
+		EXECUTE pg_catalog.format('ALTER TABLE %s DROP CONSTRAINT %I', r.rel, r.conname);
+		RETURN NEXT pg_catalog.format('%s: foreign key %s set aside', r.rel, r.conname);
+	END LOOP;
+
+	SELECT l.groupid INTO grp FROM pg_catalog.pg_dist_local_group l;
+	lo := (grp << 48) + 1;
+	hi := lo + (1::bigint << 48);
+	SELECT s.seqmin, s.seqmax INTO cur_min, cur_max
+	FROM pg_catalog.pg_sequence s WHERE s.seqrelid = seq;
+	IF cur_min IS DISTINCT FROM lo OR cur_max IS DISTINCT FROM hi THEN
+		EXECUTE pg_catalog.format('SELECT CASE WHEN is_called THEN last_value END FROM %s', seq)
+			INTO last;
+		IF last IS NULL OR last < lo OR last >= hi THEN
+			EXECUTE pg_catalog.format('ALTER SEQUENCE %s MINVALUE %s MAXVALUE %s START %s RESTART %s',
+									  seq, lo, hi, lo, lo);
+		ELSE
+			EXECUTE pg_catalog.format('ALTER SEQUENCE %s MINVALUE %s MAXVALUE %s START %s',
+									  seq, lo, hi, lo);
+		END IF;
+		RETURN NEXT pg_catalog.format('jobs: ids of group %s from %s', grp, lo);
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION jobqueue.jq_distribute_node() IS
+	'internal, run on every node by jq_distribute(): the primary key and the id range of this node''s copy of jobs';
+REVOKE ALL ON FUNCTION jobqueue.jq_distribute_node() FROM PUBLIC;
+
+/*
+ * Spread jobqueue over a Citus cluster: run on the coordinator after
+ * CREATE EXTENSION jobqueue, and again after citus_add_node (each run does
+ * only what is missing, and returns what it did).
+ *   - The tables of one queue's jobs (jobs and every table with a
+ *     queue_name column) are distributed by queue_name, colocated with
+ *     jobs: a queue's jobs, groups, rotation and dependencies are on one
+ *     shard, and every statement of a queue is a single-shard statement.
+ *   - The configuration (queues, schedules, and any table without
+ *     queue_name) becomes reference tables, on every node.
+ *   - The triggers of jobs go with its shards (citus.enable_unsafe_triggers
+ *     for the distribution: they only touch the groups of the row's
+ *     queue, which are on the same shard's node).
+ *   - The functions that name a queue first are delegated to the node of
+ *     that queue's shard; jq_claim and jq_complete_and_claim even inside a
+ *     transaction block (force_delegation), so that a queue's rate limit,
+ *     kept in that node's shared memory, counts every claim of the queue.
+ * The distributed mode itself is no setting: the library reads it from
+ * Citus's catalog (jobs in pg_dist_partition).
+ */
+CREATE FUNCTION jobqueue.jq_distribute()
+RETURNS SETOF text
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	r record;
+	step text;
+	fkeys text[] := '{}';
+	force_delegation boolean;
+BEGIN
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
+		RAISE EXCEPTION 'jq_distribute() needs Citus'
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  DETAIL = 'The extension citus is not installed in this database.',
+				  HINT = 'On a single server jobqueue needs no distribution; on a Citus cluster, CREATE EXTENSION citus on every node first.';
+	END IF;
+	IF NOT pg_catalog.citus_is_coordinator() THEN
+		RAISE EXCEPTION 'jq_distribute() must run on the Citus coordinator'
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  DETAIL = 'This node is a worker node, or a server without nodes in its metadata.',
+				  HINT = 'Connect to the coordinator; add the workers there first (citus_set_coordinator_host, citus_add_node).';
+	END IF;
+
+	-- foreign keys between the tables (group_rotation to queues) are set
+	-- aside while the tables are distributed (every node drops its own,
+	-- below), and made again between the distributed tables: Citus would
+	-- turn a local table that references a reference table into a table
+	-- of the coordinator
+	FOR r IN
+		SELECT c.conrelid::pg_catalog.regclass AS rel, c.conname, pg_catalog.pg_get_constraintdef(c.oid) AS def
+		FROM pg_catalog.pg_constraint c
+		JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass
+			AND d.objid = c.conrelid AND d.deptype = 'e'
+		JOIN pg_catalog.pg_extension e ON e.oid = d.refobjid AND e.extname = 'jobqueue'
+		WHERE c.contype = 'f'
+		  AND NOT EXISTS (SELECT FROM pg_catalog.pg_dist_partition p WHERE p.logicalrelid = c.conrelid)
+	LOOP
+		fkeys := fkeys || pg_catalog.format('ALTER TABLE %s ADD CONSTRAINT %I %s', r.rel, r.conname, r.def);
+	END LOOP;
+
+	-- every node's copy of the tables: keys, id range (their own transactions)
+	FOR r IN
+		SELECT n.nodeid, n.success, n.result
+		FROM pg_catalog.run_command_on_all_nodes(
+			'SELECT pg_catalog.string_agg(s, ''; '') FROM jobqueue.jq_distribute_node() s') n
+	LOOP
+		IF NOT r.success THEN
+			RAISE EXCEPTION 'could not prepare node % for distribution: %', r.nodeid, r.result
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+					  HINT = 'Every node needs CREATE EXTENSION jobqueue (Citus propagates it from the coordinator to nodes added before it).';
+		END IF;
+		IF r.result <> '' THEN
+			RETURN NEXT pg_catalog.format('node %s: %s', r.nodeid, r.result);
+		END IF;
+	END LOOP;
+
+	PERFORM pg_catalog.set_config('citus.enable_unsafe_triggers', 'on', true);
+	-- one connection per node: the foreign keys to reference tables need it
+	PERFORM pg_catalog.set_config('citus.multi_shard_modify_mode', 'sequential', true);
+
+
+	-- configuration: reference tables
+	FOR r IN
+		SELECT c.oid::pg_catalog.regclass AS rel
+		FROM pg_catalog.pg_class c
+		JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass
+			AND d.objid = c.oid AND d.deptype = 'e'
+		JOIN pg_catalog.pg_extension e ON e.oid = d.refobjid AND e.extname = 'jobqueue'
+		WHERE c.relkind = 'r'
+		  AND (c.relname IN ('queues', 'schedules')
+			   OR NOT EXISTS (SELECT FROM pg_catalog.pg_attribute a
+							  WHERE a.attrelid = c.oid AND a.attname = 'queue_name' AND NOT a.attisdropped))
+		  AND NOT EXISTS (SELECT FROM pg_catalog.pg_dist_partition p WHERE p.logicalrelid = c.oid)
+		ORDER BY c.relname <> 'queues', c.relname
+	LOOP
+		PERFORM pg_catalog.create_reference_table(r.rel);
+		RETURN NEXT pg_catalog.format('%s: reference table', r.rel);
+	END LOOP;
+
+	-- a queue's jobs and everything per job: distributed by queue_name,
+	-- colocated with jobs
+	FOR r IN
+		SELECT c.oid::pg_catalog.regclass AS rel
+		FROM pg_catalog.pg_class c
+		JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass
+			AND d.objid = c.oid AND d.deptype = 'e'
+		JOIN pg_catalog.pg_extension e ON e.oid = d.refobjid AND e.extname = 'jobqueue'
+		WHERE c.relkind = 'r' AND c.relname NOT IN ('queues', 'schedules')
+		  AND EXISTS (SELECT FROM pg_catalog.pg_attribute a
+					  WHERE a.attrelid = c.oid AND a.attname = 'queue_name' AND NOT a.attisdropped)
+		  AND NOT EXISTS (SELECT FROM pg_catalog.pg_dist_partition p WHERE p.logicalrelid = c.oid)
+		ORDER BY c.relname <> 'jobs', c.relname
+	LOOP
+		IF r.rel = 'jobqueue.jobs'::pg_catalog.regclass THEN
+			PERFORM pg_catalog.create_distributed_table(r.rel, 'queue_name');
+		ELSE
+			PERFORM pg_catalog.create_distributed_table(r.rel, 'queue_name',
+														colocate_with => 'jobqueue.jobs');
+		END IF;
+		RETURN NEXT pg_catalog.format('%s: distributed by queue_name', r.rel);
+	END LOOP;
+
+	FOREACH step IN ARRAY fkeys
+	LOOP
+		EXECUTE step;
+	END LOOP;
+
+	-- the functions of one queue run on its shard's node
+	FOR r IN
+		SELECT p.oid::pg_catalog.regprocedure AS fn, p.proname::text AS name
+		FROM pg_catalog.pg_proc p
+		JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass
+			AND d.objid = p.oid AND d.deptype = 'e'
+		JOIN pg_catalog.pg_extension e ON e.oid = d.refobjid AND e.extname = 'jobqueue'
+		WHERE p.proname IN ('jq_enqueue', 'jq_enqueue_many', 'jq_claim', 'jq_complete_and_claim',
+							'jq_complete', 'jq_complete_many', 'jq_fail', 'jq_heartbeat',
+							'jq_release', 'jq_progress', 'jq_cancel', 'jq_retry', 'jq_job',
+							'jq_retry_dead', 'jq_purge', 'jq_jobs', 'jq_group_stats',
+							'jq_explain_claim', 'jq_finished_count', 'jq_recount_groups')
+		  AND p.pronargs >= 1 AND p.proargtypes[0] = 'pg_catalog.text'::pg_catalog.regtype
+		  AND p.proargnames[1] = 'queue_name'
+		  AND NOT EXISTS (SELECT FROM pg_catalog.pg_dist_object o
+						  WHERE o.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass
+							AND o.objid = p.oid AND o.distribution_argument_index = 0)
+		ORDER BY 1::text
+	LOOP
+		force_delegation := r.name IN ('jq_claim', 'jq_complete_and_claim');
+		PERFORM pg_catalog.create_distributed_function(r.fn, '$1',
+			colocate_with => 'jobqueue.jobs', force_delegation => force_delegation);
+		RETURN NEXT pg_catalog.format('%s: delegated by queue_name%s', r.fn,
+			CASE WHEN force_delegation THEN ', also in transaction blocks' ELSE '' END);
+	END LOOP;
+END
+$$;
+COMMENT ON FUNCTION jobqueue.jq_distribute() IS
+	'on a Citus coordinator: distribute jobqueue''s tables by queue (configuration as reference tables), delegate the functions of a queue to its node; idempotent, again after citus_add_node; returns what it changed';
+REVOKE ALL ON FUNCTION jobqueue.jq_distribute() FROM PUBLIC;
+
+/*
+ * Where a queue lives: the node that holds its shard, where its
+ * notifications are sent (the functions of a queue run there) and where a
+ * client should LISTEN.  NULL on a single server (or before
+ * jq_distribute()): the server itself.
+ */
+CREATE FUNCTION jobqueue.jq_queue_node(queue_name text, OUT node_name text, OUT node_port integer)
+RETURNS record
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF queue_name IS NULL THEN
+		RAISE EXCEPTION 'queue_name must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
+		RETURN;
+	END IF;
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_dist_partition p
+				   WHERE p.logicalrelid = 'jobqueue.jobs'::pg_catalog.regclass) THEN
+		RETURN;
+	END IF;
+	SELECT n.nodename, n.nodeport INTO node_name, node_port
+	FROM pg_catalog.pg_dist_placement pl
+	JOIN pg_catalog.pg_dist_node n ON n.groupid = pl.groupid AND n.noderole = 'primary'
+	WHERE pl.shardid = pg_catalog.get_shard_id_for_distribution_column('jobqueue.jobs', queue_name)
+	ORDER BY n.nodeid
+	LIMIT 1;
+END
+$$;
+COMMENT ON FUNCTION jobqueue.jq_queue_node(text) IS
+	'the Citus node that holds a queue''s jobs, where its notifications are sent (LISTEN there); NULL on a single server';
+REVOKE ALL ON FUNCTION jobqueue.jq_queue_node(text) FROM PUBLIC;
+
+-- Whoever may follow a job (producers, workers, admins) may ask where its
+-- queue lives.
+DO $$
+DECLARE
+	r record;
+BEGIN
+	FOR r IN
+		SELECT a.grantee::pg_catalog.regrole AS grantee
+		FROM pg_catalog.pg_proc p
+		CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+		WHERE p.oid = 'jobqueue.jq_job(bigint)'::pg_catalog.regprocedure
+		  AND a.privilege_type = 'EXECUTE' AND a.grantee <> 0 AND a.grantee <> p.proowner
+	LOOP
+		EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION jobqueue.jq_queue_node(text) TO %s',
+								  r.grantee);
+	END LOOP;
+END
+$$;
+
 -- The sets of rights of 1.4: every function a producer, a worker, an admin
 -- or a monitor may call (jq_grant_* and the upgrade's grants read this).
 CREATE OR REPLACE FUNCTION jobqueue.jq_role_functions(kind text)
@@ -838,7 +1142,8 @@ BEGIN
 			WHEN 'producer' THEN ARRAY[
 				'jobqueue.jq_enqueue(text, jsonb, integer, timestamp with time zone, integer, text, bigint[], text, text, text, text, interval, interval, timestamp with time zone, double precision)',
 				'jobqueue.jq_enqueue_many(text, jsonb[], integer, timestamp with time zone, bigint[], text[], text, text, timestamp with time zone, double precision)',
-				'jobqueue.jq_job(bigint)']
+				'jobqueue.jq_job(bigint)',
+				'jobqueue.jq_queue_node(text)']
 			WHEN 'worker' THEN ARRAY[
 				'jobqueue.jq_claim(text, integer, text, interval)',
 				'jobqueue.jq_complete(bigint, bigint, jsonb)',
@@ -848,7 +1153,8 @@ BEGIN
 				'jobqueue.jq_heartbeat(bigint, bigint, interval)',
 				'jobqueue.jq_release(bigint, bigint, interval)',
 				'jobqueue.jq_progress(bigint, bigint, jsonb)',
-				'jobqueue.jq_job(bigint)']
+				'jobqueue.jq_job(bigint)',
+				'jobqueue.jq_queue_node(text)']
 			WHEN 'admin' THEN ARRAY[
 				'jobqueue.jq_create_queue(text, integer, interval, interval, interval, interval, interval, boolean, integer, boolean, text, interval, double precision, integer, double precision, integer, interval, integer, integer, interval)',
 				'jobqueue.jq_alter_queue(text, integer, interval, interval, interval, interval, interval, boolean, boolean, integer, boolean, text, interval, double precision, integer, double precision, integer, interval, integer, integer, interval)',
@@ -872,6 +1178,7 @@ BEGIN
 				'jobqueue.jq_worker_status()',
 				'jobqueue.jq_worker_tasks()',
 				'jobqueue.jq_job(bigint)',
+				'jobqueue.jq_queue_node(text)',
 				'jobqueue.jq_jobs(text, jobqueue.job_status, integer, bigint, text, text)',
 				'jobqueue.jq_group_stats(text)',
 				'jobqueue.jq_set_group_limit(text, text, integer, double precision, integer, double precision)',
