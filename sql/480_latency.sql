@@ -95,6 +95,19 @@ WHERE b.le = 'Infinity' ORDER BY b.kind;
 SELECT le FROM jobqueue.jq_latency_buckets('q_lat') b
 WHERE kind = 'wait' AND count >= 50 ORDER BY bucket LIMIT 1;
 
+-- jq_latency_histograms: the buckets numbered a multiple of 16 of
+-- jq_latency_buckets as arrays, with the count and the sum of jq_latency
+SELECT h.kind, pg_catalog.array_length(h.le, 1) AS bounds,
+	h.le = (SELECT pg_catalog.array_agg(b.le ORDER BY b.bucket) FROM jobqueue.jq_latency_buckets('q_lat') b
+			WHERE b.kind = h.kind AND b.bucket % 16 = 0 AND b.le < 'Infinity') AS same_bounds,
+	h.counts = (SELECT pg_catalog.array_agg(b.count ORDER BY b.bucket) FROM jobqueue.jq_latency_buckets('q_lat') b
+			WHERE b.kind = h.kind AND b.bucket % 16 = 0 AND b.le < 'Infinity') AS same_counts,
+	h.count = l.count AS same_count,
+	pg_catalog.abs(h.sum - EXTRACT(epoch FROM l.sum)::float8) < 1e-6 AS same_sum,
+	h.le[1] AS first_le, h.le[33] AS last_le
+FROM jobqueue.jq_latency_histograms('q_lat') h JOIN jobqueue.jq_latency('q_lat') l USING (queue_name, kind)
+ORDER BY h.kind;
+SELECT count(*) FROM jobqueue.jq_latency_histograms('no_such_queue');
 -- NULL: every queue of the database; an unknown queue: nothing
 SELECT DISTINCT queue_name FROM jobqueue.jq_latency();
 SELECT count(*) FROM jobqueue.jq_latency('no_such_queue');

@@ -167,6 +167,20 @@ LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION jobqueue.jq_latency_buckets(text) IS
 	'the latency histograms bucket by bucket: upper bound le in seconds, cumulative count';
 
+CREATE FUNCTION jobqueue.jq_latency_histograms(
+	queue_name text DEFAULT NULL,
+	OUT queue_name text,
+	OUT kind text,
+	OUT le double precision[],
+	OUT counts bigint[],
+	OUT count bigint,
+	OUT sum double precision)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'jq_latency_histograms'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION jobqueue.jq_latency_histograms(text) IS
+	'the latency histograms one row per queue and kind, one bucket per octave: bounds in seconds, cumulative counts, count, sum';
+
 CREATE FUNCTION jobqueue.jq_latency_reset(queue_name text DEFAULT NULL)
 RETURNS void
 AS 'MODULE_PATHNAME', 'jq_latency_reset'
@@ -176,6 +190,7 @@ COMMENT ON FUNCTION jobqueue.jq_latency_reset(text) IS
 
 REVOKE ALL ON FUNCTION jobqueue.jq_latency(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION jobqueue.jq_latency_buckets(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobqueue.jq_latency_histograms(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION jobqueue.jq_latency_reset(text) FROM PUBLIC;
 
 -- Failed attempts by queue, error code and attempt number
@@ -413,8 +428,9 @@ BEGIN
 		  AND a.privilege_type = 'EXECUTE' AND a.grantee <> 0 AND a.grantee <> p.proowner
 	LOOP
 		IF r.fn = 'jobqueue.jq_counters(boolean)'::pg_catalog.regprocedure THEN
-			EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s, %s, %s TO %s',
+			EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s, %s, %s, %s TO %s',
 				'jobqueue.jq_latency(text)', 'jobqueue.jq_latency_buckets(text)',
+				'jobqueue.jq_latency_histograms(text)',
 				'jobqueue.jq_error_counts(text)', r.grantee);
 		ELSE
 			EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s',
@@ -1173,6 +1189,7 @@ BEGIN
 				'jobqueue.jq_counters_reset(text)',
 				'jobqueue.jq_latency(text)',
 				'jobqueue.jq_latency_buckets(text)',
+				'jobqueue.jq_latency_histograms(text)',
 				'jobqueue.jq_latency_reset(text)',
 				'jobqueue.jq_error_counts(text)',
 				'jobqueue.jq_worker_status()',
@@ -1194,6 +1211,7 @@ BEGIN
 				'jobqueue.jq_counters(boolean)',
 				'jobqueue.jq_latency(text)',
 				'jobqueue.jq_latency_buckets(text)',
+				'jobqueue.jq_latency_histograms(text)',
 				'jobqueue.jq_error_counts(text)',
 				'jobqueue.jq_worker_status()',
 				'jobqueue.jq_worker_tasks()',

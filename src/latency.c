@@ -36,12 +36,15 @@
 #include <math.h>
 
 #include "port/pg_bitutils.h"
+#include "catalog/pg_type.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/float.h"
 #include "utils/timestamp.h"
 
 PG_FUNCTION_INFO_V1(jq_latency);
 PG_FUNCTION_INFO_V1(jq_latency_buckets);
+PG_FUNCTION_INFO_V1(jq_latency_histograms);
 PG_FUNCTION_INFO_V1(jq_latency_reset);
 
 /* The first value (us) of the last bucket: 100 us * 2^32 */
@@ -257,6 +260,77 @@ jq_latency_buckets(PG_FUNCTION_ARGS)
 				values[4] = Int64GetDatum(cumulative);
 				tuplestore_putvalues(tupstore, tupdesc, values, nulls);
 			}
+		}
+	}
+	return (Datum) 0;
+}
+
+/*
+ * jq_latency_histograms(queue_name text DEFAULT NULL)
+ *		returns table(queue_name, kind, le, counts, count, sum)
+ *
+ * The histograms of jq_latency() one row per queue and kind, one bucket per
+ * octave, in the shape of a Prometheus histogram: le the upper bounds in
+ * seconds (100 us * 2^n, the bounds of the buckets numbered a multiple of
+ * JQ_LAT_SUB, without the infinite last), counts the cumulative counts at
+ * those bounds, count (the +Inf bucket) and sum in seconds, all from one
+ * snapshot.  What a metrics exporter reads at every scrape: a few rows per
+ * queue, where jq_latency_buckets has 514 per queue and kind.
+ */
+Datum
+jq_latency_histograms(PG_FUNCTION_ARGS)
+{
+	char	   *queue_name = jq_latency_queue_arg(fcinfo);
+	const int	nbounds = JQ_LAT_OCTAVES + 1;
+	TupleDesc	tupdesc;
+	Tuplestorestate *tupstore;
+	JqLatencySnapshot *snaps;
+	Datum	   *bounds;
+	Datum	   *counts;
+	ArrayType  *le;
+	int			n;
+	int			s;
+	int			i;
+
+	jq_require_counters();
+	tupstore = jq_srf_init(fcinfo, &tupdesc);
+	if (tupdesc->natts != 6)
+		elog(ERROR, "jq_latency_histograms: unexpected result type with %d columns",
+			 tupdesc->natts);
+	bounds = palloc(sizeof(Datum) * nbounds);
+	counts = palloc(sizeof(Datum) * nbounds);
+	for (i = 0; i < nbounds; i++)
+		bounds[i] = Float8GetDatum(jq_latency_upper(i * JQ_LAT_SUB));
+	le = construct_array(bounds, nbounds, FLOAT8OID, sizeof(float8),
+						 FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
+	n = jq_latency_snapshot(queue_name, &snaps);
+	for (s = 0; s < n; s++)
+	{
+		int			k;
+
+		for (k = 0; k < JQ_NUM_LATENCIES; k++)
+		{
+			const JqLatency *lat = &snaps[s].lat[k];
+			Datum		values[6];
+			bool		nulls[6] = {false, false, false, false, false, false};
+			int64		cumulative = 0;
+			int			b = 0;
+
+			for (i = 0; i < nbounds; i++)
+			{
+				for (; b <= i * JQ_LAT_SUB; b++)
+					cumulative += lat->buckets[b];
+				counts[i] = Int64GetDatum(cumulative);
+			}
+			values[0] = CStringGetTextDatum(snaps[s].queue_name);
+			values[1] = CStringGetTextDatum(jq_latency_kind_names[k]);
+			values[2] = PointerGetDatum(le);
+			values[3] = PointerGetDatum(construct_array(counts, nbounds, INT8OID,
+														sizeof(int64), FLOAT8PASSBYVAL,
+														TYPALIGN_DOUBLE));
+			values[4] = Int64GetDatum(lat->count);
+			values[5] = Float8GetDatum((double) lat->sum_us / 1e6);
+			tuplestore_putvalues(tupstore, tupdesc, values, nulls);
 		}
 	}
 	return (Datum) 0;

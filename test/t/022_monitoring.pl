@@ -115,8 +115,8 @@ like($row, qr/^postgres\|mon\|0\|1\|1\|0\|1\|0\|1\|1\|0\|/,
 
 my $events = $node->safe_psql('postgres',
 	"SET ROLE jobqueue_exporter;\n" . $queries{jobqueue_events} =~ s/FROM jobqueue.jq_counters\(\) c/FROM jobqueue.jq_counters() c WHERE c.queue_name = 'mon'/r);
-like($events, qr/^postgres\|mon\|4\|3\|1\|1\|0\|0\|1\|0\|0\|0\|1\|0\|0\|3\|/,
-	'event counters: 4 enqueued, 3 claimed, 1 completed, 1 fenced, 1 permanent failure dead-lettered, 0 released, 3 claim calls');
+like($events, qr/^postgres\|mon\|4\|3\|1\|1\|0\|0\|1\|0\|0\|0\|0\|0\|1\|0\|0\|3\|/,
+	'event counters: 4 enqueued, 3 claimed, 1 completed, 1 fenced, 1 permanent failure dead-lettered, 0 released, expired or debounced, 3 claim calls');
 
 my $rl = $node->safe_psql('postgres',
 	"SET ROLE jobqueue_exporter;\n" . $queries{jobqueue_rate_limit});
