@@ -683,7 +683,8 @@ FROM (VALUES
 		(39, 'recount_groups(invalid name)', $$SELECT jobqueue.jq_recount_groups('a;b')$$),
 		(40, 'recount_groups(1 MB name)', $$SELECT jobqueue.jq_recount_groups(pg_catalog.repeat('q', 1024 * 1024))$$),
 		(41, 'recount_groups(unknown queue)', $$SELECT jobqueue.jq_recount_groups('no_such_queue')$$),
-		(42, 'recount_groups(hostile)', $$SELECT jobqueue.jq_recount_groups('hostile')$$))
+		(42, 'recount_groups(hostile)', $$SELECT jobqueue.jq_recount_groups('hostile')$$),
+		(43, 'dependencies_settle() called directly', $$SELECT jobqueue.jq_dependencies_settle()$$))
 	AS v(ord, label, stmt)
 ORDER BY v.ord;
 
@@ -821,7 +822,7 @@ WHERE d.classid = 'pg_catalog.pg_proc'::regclass AND d.deptype = 'e'
 						  'jq_progress', 'jq_job',
 						  'jq_group_stats', 'jq_group_count', 'jq_recount_groups',
 						  'jq_set_group_limit', 'jq_group_limits',
-						  'jq_cron_next', 'jq_schedule', 'jq_unschedule',
+						  'jq_dependencies_settle', 'jq_cron_next', 'jq_schedule', 'jq_unschedule',
 						  'jq_run_schedules', 'jq_rate_limits',
 						  'jq_jobs', 'jq_schedules',
 						  'jq_distribute', 'jq_distribute_node', 'jq_queue_node')

@@ -160,3 +160,63 @@ WHERE queue_name = 'dep_grouped' ORDER BY id;
 SELECT group_key, ready, running, scheduled, dead FROM jobqueue.jq_group_stats('dep_grouped')
 ORDER BY group_key;
 SELECT jobqueue.jq_drop_queue('dep_grouped', force => true);
+
+-- dependencies are settled when the enqueue's transaction commits
+-- (jq_dependencies_settle, a deferred trigger): inside the transaction a
+-- running dependency is not marked yet; after the commit it is
+SELECT jobqueue.jq_create_queue('dep_commit', max_attempts => 1);
+SELECT jobqueue.jq_create_queue('dep_commit_gone', max_attempts => 1, retention => '0');
+SELECT jobqueue.jq_enqueue('dep_commit', '{"n": "x"}') AS x \gset
+BEGIN;
+SELECT jobqueue.jq_enqueue('dep_commit', '{"n": "y"}', depends_on => ARRAY[:x]) AS y \gset
+SELECT has_dependents AS marked_before_commit FROM jobqueue.jobs WHERE id = :x;
+COMMIT;
+SELECT has_dependents AS marked_after_commit FROM jobqueue.jobs WHERE id = :x;
+-- the producer's own transaction runs and completes the dependency (in a
+-- queue that keeps no history: it is deleted) before committing: the
+-- dependent is released at once, and the check at commit finds nothing
+-- more to do
+SELECT jobqueue.jq_enqueue('dep_commit_gone', '{"n": "a"}') AS a \gset
+BEGIN;
+SELECT jobqueue.jq_enqueue('dep_commit', '{"n": "b"}', depends_on => ARRAY[:a]) AS b \gset
+SELECT pg_temp.run_one('dep_commit_gone') = :a AS ran_a;
+SELECT status, dependencies_left FROM jobqueue.jobs WHERE id = :b;
+COMMIT;
+SELECT count(*) AS a_exists FROM jobqueue.jobs WHERE id = :a;
+SELECT status, waiting_for FROM jobqueue.jq_job(:b);
+-- ... and fails it: the dependent is cancelled once
+SELECT jobqueue.jq_enqueue('dep_commit_gone', '{"n": "c"}') AS c \gset
+BEGIN;
+SELECT jobqueue.jq_enqueue('dep_commit', '{"n": "d"}', depends_on => ARRAY[:c]) AS d \gset
+SELECT pg_temp.fail_one('dep_commit_gone') = :c AS failed_c;
+COMMIT;
+SELECT status, last_error_code, jsonb_array_length(errors) AS entries FROM jobqueue.jq_job(:d);
+-- SET CONSTRAINTS ... IMMEDIATE settles at once; a savepoint rolled back
+-- after that undoes the settling, and the commit settles again
+SELECT jobqueue.jq_enqueue('dep_commit_gone', '{"n": "e"}') AS e \gset
+BEGIN;
+SET CONSTRAINTS jobqueue.job_dependencies_settle IMMEDIATE;
+SELECT jobqueue.jq_enqueue('dep_commit', '{"n": "f"}', depends_on => ARRAY[:e]) AS f \gset
+SELECT has_dependents AS marked_at_once FROM jobqueue.jobs WHERE id = :e;
+SET CONSTRAINTS jobqueue.job_dependencies_settle DEFERRED;
+SAVEPOINT s;
+SELECT jobqueue.jq_enqueue('dep_commit', '{"n": "g"}', depends_on => ARRAY[:e]) AS g \gset
+SET CONSTRAINTS jobqueue.job_dependencies_settle IMMEDIATE;
+ROLLBACK TO SAVEPOINT s;
+SELECT jobqueue.jq_enqueue('dep_commit', '{"n": "h"}', depends_on => ARRAY[:e]) AS h \gset
+COMMIT;
+SELECT count(*) FILTER (WHERE id = :g) AS g_exists,
+	count(*) FILTER (WHERE id IN (:f, :h) AND status = 'waiting') AS waiting
+FROM jobqueue.jobs;
+SELECT pg_temp.run_one('dep_commit') = :x AS ran_x;
+SELECT pg_temp.run_one('dep_commit_gone') = :e AS ran_e;
+SELECT count(*) FILTER (WHERE status = 'pending') AS released,
+	count(*) FILTER (WHERE status = 'waiting') AS still_waiting
+FROM jobqueue.jobs WHERE id IN (:y, :f, :h);
+-- a row naming a job that does not exist (written by hand, or restored
+-- before its jobs) is left alone at commit, as before
+INSERT INTO jobqueue.job_dependencies (job_id, depends_on) VALUES (:y, -1);
+SELECT count(*) AS rows_naming_nothing FROM jobqueue.job_dependencies WHERE depends_on = -1;
+DELETE FROM jobqueue.job_dependencies WHERE depends_on = -1;
+SELECT jobqueue.jq_drop_queue('dep_commit', force => true);
+SELECT jobqueue.jq_drop_queue('dep_commit_gone', force => true);

@@ -1143,6 +1143,30 @@ BEGIN
 END
 $$;
 
+------------------------------------------------------------------------------
+-- Dependencies: a producer's open transaction never holds up a running job
+------------------------------------------------------------------------------
+
+/*
+ * An enqueue with depends_on locks its dependencies FOR KEY SHARE only (no
+ * UPDATE of a job waits for that), and the dependencies are settled when
+ * the producer's transaction commits: this trigger locks them in id order,
+ * sets has_dependents and resolves those that finished while the
+ * transaction was open (src/dependencies.c).  SECURITY DEFINER: it fires
+ * at commit, outside the function that wrote the rows.
+ */
+CREATE FUNCTION jobqueue.jq_dependencies_settle()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'jq_dependencies_settle'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION jobqueue.jq_dependencies_settle() IS
+	'at the commit of a transaction that made jobs wait: lock their dependencies, mark them, and resolve those that finished meanwhile';
+REVOKE ALL ON FUNCTION jobqueue.jq_dependencies_settle() FROM PUBLIC;
+CREATE CONSTRAINT TRIGGER job_dependencies_settle
+	AFTER INSERT ON jobqueue.job_dependencies
+	DEFERRABLE INITIALLY DEFERRED
+	FOR EACH ROW EXECUTE FUNCTION jobqueue.jq_dependencies_settle();
+
 -- The sets of rights of 1.4: every function a producer, a worker, an admin
 -- or a monitor may call (jq_grant_* and the upgrade's grants read this).
 CREATE OR REPLACE FUNCTION jobqueue.jq_role_functions(kind text)

@@ -22,24 +22,93 @@
  *		code DEPENDENCY_FAILED and a history entry naming it, then theirs,
  *		level by level (each level a new statement, so a new snapshot).
  *
- * Races with an enqueue: the enqueue updates each dependency's row
- * (has_dependents = true) before it reads the dependency's status.  A
- * completion (or failure) that changed the row first is seen by the
- * enqueue, which then reads the new status (EvalPlanQual); otherwise the
- * completion waits for the enqueue's commit and reads has_dependents from
- * the row it changes, and its next statements see the new rows of
- * job_dependencies.
+ * Races with an enqueue.  The enqueue reads each dependency's newest
+ * committed version, locked FOR KEY SHARE (as a foreign key check would):
+ * that lock conflicts with DELETE only, so the dependency cannot disappear
+ * before the enqueue commits (purging skips it; a completion in a queue
+ * that keeps no history keeps it instead of deleting it), while its
+ * holder's heartbeat, completion and failure, claims, reaps, cancels and
+ * replays -- all UPDATEs of non-key columns, claims and reaps locking FOR
+ * NO KEY UPDATE -- never wait for the producer's transaction, however long
+ * it stays open.
+ *
+ * A dependency may therefore finish while the producer's transaction is
+ * open; its finishing statement cannot see the new rows of
+ * job_dependencies.  So when the producer commits, a deferred constraint
+ * trigger on job_dependencies (jq_dependencies_settle) settles the
+ * dependencies once per transaction, in one statement: it locks them in id
+ * order (FOR NO KEY UPDATE), sets has_dependents, and resolves those that
+ * have succeeded, died or been cancelled meanwhile exactly as their
+ * finishing statement would have.  The lock makes the two sides meet:
+ * a finishing statement under way commits before the check reads the
+ * status; a later one waits for the producer's commit -- the commit only,
+ * not the transaction -- and then reads has_dependents from the row and
+ * finds the committed rows.  Each row of job_dependencies is counted off
+ * by the statement that deletes it, and a waiting job is cancelled only
+ * while it is waiting, so a dependent is released or cancelled exactly
+ * once whichever side resolves it.  A job that the producer's own
+ * transaction finishes after making others wait for it is resolved at once
+ * (outcome.c remembers the dependencies of the transaction).
+ *
+ * A schema from before 1.4 has no such trigger: the enqueue then locks the
+ * dependencies until it commits and sets has_dependents at once, as 1.3
+ * did (JQ_PLAN_DEPENDENCIES_LOCK).
  *
  *-------------------------------------------------------------------------
  */
 #include "jobqueue.h"
 
+#include "access/relation.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
+#include "commands/trigger.h"
 #include "miscadmin.h"
+#include "utils/rel.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
+
+PG_FUNCTION_INFO_V1(jq_dependencies_settle);
+
+/* The deferred trigger of job_dependencies (1.4) */
+#define JQ_SETTLE_TRIGGER "job_dependencies_settle"
+
+/*
+ * Is the dependencies' check at commit installed (version 1.4)?  The
+ * trigger list of job_dependencies comes from the relation cache, which
+ * DDL on the table invalidates.
+ */
+static bool
+jq_dependencies_settled_at_commit(void)
+{
+	Oid			nsp = get_namespace_oid("jobqueue", true);
+	Oid			relid;
+	Relation	rel;
+	bool		found = false;
+
+	if (!OidIsValid(nsp))
+		return false;
+	relid = get_relname_relid("job_dependencies", nsp);
+	if (!OidIsValid(relid))
+		return false;
+	rel = relation_open(relid, AccessShareLock);
+	if (rel->trigdesc != NULL)
+	{
+		int			i;
+
+		for (i = 0; i < rel->trigdesc->numtriggers; i++)
+		{
+			if (strcmp(rel->trigdesc->triggers[i].tgname, JQ_SETTLE_TRIGGER) == 0)
+			{
+				found = true;
+				break;
+			}
+		}
+	}
+	relation_close(rel, AccessShareLock);
+	return found;
+}
 
 static int
 jq_int64_cmp(const void *a, const void *b)
@@ -48,6 +117,23 @@ jq_int64_cmp(const void *a, const void *b)
 	int64		y = *(const int64 *) b;
 
 	return (x > y) - (x < y);
+}
+
+/* The elements of bigint array a, copied to *ids (palloc'd); their number */
+static int
+jq_int64_array_copy(Datum a, int64 **ids)
+{
+	ArrayType  *arr = DatumGetArrayTypeP(a);
+	Datum	   *elems;
+	int			n;
+	int			i;
+
+	deconstruct_array(arr, INT8OID, sizeof(int64), FLOAT8PASSBYVAL,
+					  TYPALIGN_DOUBLE, &elems, NULL, &n);
+	*ids = palloc(sizeof(int64) * Max(n, 1));
+	for (i = 0; i < n; i++)
+		(*ids)[i] = DatumGetInt64(elems[i]);
+	return n;
 }
 
 /*
@@ -105,15 +191,18 @@ jq_enqueue_dependent(FunctionCallInfo fcinfo, Datum *values, char *nulls,
 	Datum		d;
 	int64		job_id = 0;
 	uint64		i;
+	bool		settle;
 
 	if (payloads == NULL)
 		payloads = construct_array(&values[1], 1, JSONBOID, -1, false,
 								   TYPALIGN_INT);
 
+	settle = jq_dependencies_settled_at_commit();
 	jq_spi_connect();
 	jq_check_aged_priority(TextDatumGetCString(values[0]), DatumGetInt32(values[2]));
 	lock_values[0] = PointerGetDatum(depends_on);
-	jq_execute(JQ_PLAN_DEPENDENCIES_LOCK, lock_values, NULL, SPI_OK_SELECT);
+	jq_execute(settle ? JQ_PLAN_DEPENDENCIES_READ : JQ_PLAN_DEPENDENCIES_LOCK,
+			   lock_values, NULL, SPI_OK_SELECT);
 	d = jq_result_nullable(0, 1, &isnull);
 	if (!isnull)
 		ereport(ERROR,
@@ -143,6 +232,17 @@ jq_enqueue_dependent(FunctionCallInfo fcinfo, Datum *values, char *nulls,
 	jq_execute(JQ_PLAN_ENQUEUE_DEPENDENT, ins, ins_nulls, SPI_OK_SELECT);
 	if (SPI_processed > 0)
 	{
+		if (settle)
+		{
+			/* the dependencies the new jobs wait for, settled at commit */
+			ArrayType  *waits = DatumGetArrayTypeP(ins[7]);
+			Datum	   *elems;
+			int			nelems;
+
+			deconstruct_array(waits, INT8OID, sizeof(int64), FLOAT8PASSBYVAL,
+							  TYPALIGN_DOUBLE, &elems, NULL, &nelems);
+			jq_dependencies_note_waiting(elems, nelems);
+		}
 		job_id = DatumGetInt64(jq_result(0, JQ_OUTCOME_ID));
 		if (tupstore != NULL)
 		{
@@ -169,6 +269,75 @@ jq_enqueue_dependent(FunctionCallInfo fcinfo, Datum *values, char *nulls,
 	}
 	jq_spi_finish();
 	return job_id;
+}
+
+/*
+ * jq_dependencies_settle() returns trigger
+ *
+ * The deferred constraint trigger AFTER INSERT on jobqueue.job_dependencies,
+ * FOR EACH ROW: at the commit of a transaction that made jobs wait, settle
+ * their dependencies (see the header): the first row of the transaction
+ * settles every dependency the transaction remembered, in one statement;
+ * the others find theirs settled.  A dependency that no longer exists
+ * (deleted by hand, or not restored yet) is left alone, as the rows naming
+ * it always were.
+ */
+Datum
+jq_dependencies_settle(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	TupleDesc	tupdesc;
+	Datum		dep;
+	bool		isnull;
+	int			attno;
+	int64	   *ids;
+	int			n;
+	Datum		values[1];
+	Datum	   *elems;
+	int64	   *succeeded;
+	int64	   *failed;
+	int			nsucceeded;
+	int			nfailed;
+	int			i;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("jq_dependencies_settle() must be called as a trigger")));
+	if (!TRIGGER_FIRED_AFTER(trigdata->tg_event) ||
+		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
+		!TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("jq_dependencies_settle() must be an AFTER INSERT ... FOR EACH ROW trigger")));
+
+	tupdesc = trigdata->tg_relation->rd_att;
+	attno = SPI_fnumber(tupdesc, "depends_on");
+	if (attno <= 0)
+		elog(ERROR, "jq_dependencies_settle() fired on a table without depends_on");
+	dep = SPI_getbinval(trigdata->tg_trigtuple, tupdesc, attno, &isnull);
+	if (isnull)
+		return PointerGetDatum(NULL);
+
+	n = jq_dependencies_take_unsettled(DatumGetInt64(dep), &ids);
+	if (n == 0)
+		return PointerGetDatum(NULL);
+
+	elems = palloc(sizeof(Datum) * n);
+	for (i = 0; i < n; i++)
+		elems[i] = Int64GetDatum(ids[i]);
+	values[0] = PointerGetDatum(construct_array(elems, n, INT8OID, sizeof(int64),
+												FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	jq_spi_connect();
+	jq_execute(JQ_PLAN_DEPENDENCIES_SETTLE, values, NULL, SPI_OK_SELECT);
+	nsucceeded = jq_int64_array_copy(jq_result(0, 1), &succeeded);
+	nfailed = jq_int64_array_copy(jq_result(0, 2), &failed);
+	if (nsucceeded > 0 || nfailed > 0)
+		jq_dependencies_resolve(succeeded, nsucceeded, failed, nfailed,
+								NULL, NULL);
+	jq_spi_finish();
+
+	return PointerGetDatum(NULL);
 }
 
 /*

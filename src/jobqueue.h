@@ -95,6 +95,8 @@ typedef enum JqPlanId
 	JQ_PLAN_PROGRESS,
 	JQ_PLAN_JOB,
 	JQ_PLAN_DEPENDENCIES_LOCK,
+	JQ_PLAN_DEPENDENCIES_READ,
+	JQ_PLAN_DEPENDENCIES_SETTLE,
 	JQ_PLAN_ENQUEUE_DEPENDENT,
 	JQ_PLAN_DEPENDENTS_RELEASE,
 	JQ_PLAN_DEPENDENTS_CANCEL,
@@ -214,6 +216,8 @@ extern int64 jq_job_with_key(Datum queue, Datum key);
 extern void jq_dependencies_resolve(const int64 *succeeded, int nsucceeded,
 									const int64 *failed, int nfailed,
 									List **woken, MemoryContext woken_cxt);
+extern void jq_dependencies_note_waiting(const Datum *ids, int n);
+extern int	jq_dependencies_take_unsettled(int64 dep, int64 **ids);
 
 /* Argument validation (validate.c); each raises an ERROR on bad input */
 extern char *jq_arg_queue_name(FunctionCallInfo fcinfo, int argno);

@@ -37,6 +37,13 @@
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
+/*
+ * A heartbeat statement that took longer than this (microseconds) waited
+ * for the row and measures the lease again (jq_heartbeat); one that did
+ * not takes a tenth of it.
+ */
+#define JQ_HEARTBEAT_WAITED 1000
+
 PG_FUNCTION_INFO_V1(jq_claim);
 PG_FUNCTION_INFO_V1(jq_complete);
 PG_FUNCTION_INFO_V1(jq_complete_many);
@@ -544,7 +551,24 @@ jq_complete_jobs(JqPlanId keep, JqPlanId delete, uint64 nasked,
 						   completed != NULL ? completed + n : NULL, queue_name);
 	if (n == 0 && more > 0)
 		jq_completion_deletes_first = !deletes;
-	return n + more;
+	n += more;
+	if (n < nasked)
+	{
+		/*
+		 * Jobs left over: refused, or of a queue that keeps no history but
+		 * held by another transaction (the DELETE skips them: a producer's
+		 * open transaction that made jobs wait for them).  Those are kept
+		 * as succeeded instead, by the UPDATE with no queue left out; the
+		 * purge takes them later.
+		 */
+		Datum		kvalues[6];
+
+		memcpy(kvalues, values, sizeof(kvalues));
+		kvalues[5] = PointerGetDatum(construct_empty_array(TEXTOID));
+		n += jq_complete_run(keep, false, kvalues, nulls, tupstore, tupdesc,
+							 completed != NULL ? completed + n : NULL, queue_name);
+	}
+	return n;
 }
 
 /*
@@ -867,7 +891,8 @@ jq_arg_clipped_text(FunctionCallInfo fcinfo, int argno, int maxlen,
  *
  * Extends the lease to now + extend (default: the queue's lease_duration),
  * never past started_at + max_runtime.  NULL when the lease is lost or the
- * job has used up its max_runtime.
+ * job has used up its max_runtime.  now is when the statement got the row:
+ * a heartbeat that waited for it measures again.
  */
 Datum
 jq_heartbeat(PG_FUNCTION_ARGS)
@@ -877,6 +902,8 @@ jq_heartbeat(PG_FUNCTION_ARGS)
 	Interval   *extend;
 	Datum		expires = (Datum) 0;
 	bool		lost;
+	TimestampTz now;
+	TimestampTz after;
 
 	values[0] = Int64GetDatum(jq_arg_int8(fcinfo, 0, "job id"));
 	values[1] = Int64GetDatum(jq_arg_int8(fcinfo, 1, "token"));
@@ -884,11 +911,27 @@ jq_heartbeat(PG_FUNCTION_ARGS)
 	values[2] = PointerGetDatum(extend);
 	if (extend == NULL)
 		nulls[2] = JQ_ISNULL;
-	values[3] = TimestampTzGetDatum(GetCurrentTimestamp());
+	now = GetCurrentTimestamp();
+	values[3] = TimestampTzGetDatum(now);
 
 	jq_spi_connect();
 	jq_execute(JQ_PLAN_HEARTBEAT, values, nulls, SPI_OK_SELECT);
 	lost = (jq_note_outcome(JQ_TR_HEARTBEAT, 1, NULL, NULL, NULL) == 0);
+	after = GetCurrentTimestamp();
+	if (!lost && after - now > JQ_HEARTBEAT_WAITED)
+	{
+		/*
+		 * The statement waited (for another transaction's lock on the row,
+		 * or for the machine): the lease it set runs from before the wait.
+		 * Measure it again from now, holding the row, so that the lease
+		 * returned is never one that has passed or is about to; a wait
+		 * longer than the lease loses it (NULL: the lease set before the
+		 * wait has run out).
+		 */
+		values[3] = TimestampTzGetDatum(after);
+		jq_execute(JQ_PLAN_HEARTBEAT, values, nulls, SPI_OK_SELECT);
+		lost = (jq_note_outcome(JQ_TR_HEARTBEAT, 1, NULL, NULL, NULL) == 0);
+	}
 	/* copied out of SPI memory: timestamptz may be passed by reference */
 	if (!lost)
 		expires = SPI_datumTransfer(jq_result(0, JQ_OUTCOME_NCOLS + 1), FLOAT8PASSBYVAL,

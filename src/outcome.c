@@ -15,6 +15,12 @@
  * outcome of each level in turn.  Nothing here calls back up into the
  * entry points or the policies.
  *
+ * The dependencies of the jobs that this transaction made wait (enqueued
+ * with depends_on) are remembered until it ends: a job of them that this
+ * same transaction finishes has its dependents resolved at once (its
+ * has_dependents is only set when the transaction commits), and the check
+ * at commit (dependencies.c) settles each of them once.
+ *
  *-------------------------------------------------------------------------
  */
 #include "jobqueue.h"
@@ -24,10 +30,13 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "miscadmin.h"
+#include "access/xact.h"
 #include "utils/guc.h"
 #include "utils/datetime.h"
 #include "utils/json.h"
 #include "utils/jsonb.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 /* Rows of job_dependencies deleted per statement when a job succeeds */
@@ -92,6 +101,152 @@ jq_attempt_entry(TimestampTz at, Datum code, Datum message, bool message_null,
 	}
 	appendStringInfoChar(&buf, '}');
 	return DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data));
+}
+
+/*
+ * The dependencies this transaction made jobs wait for, in
+ * TopTransactionContext (NULL when there are none): id -> settled at
+ * commit yet.  Forgotten when the transaction ends; a subtransaction that
+ * rolls back undoes what was settled in it, so then nothing counts as
+ * settled (settling again is harmless).
+ */
+typedef struct JqPendingDependency
+{
+	int64		id;				/* hash key */
+	bool		settled;
+} JqPendingDependency;
+
+static HTAB *jq_pending_dependencies = NULL;
+static bool jq_pending_callbacks = false;
+
+static void
+jq_pending_xact_callback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		event == XACT_EVENT_PREPARE || event == XACT_EVENT_PARALLEL_COMMIT ||
+		event == XACT_EVENT_PARALLEL_ABORT)
+		jq_pending_dependencies = NULL; /* its memory went with the transaction */
+}
+
+static void
+jq_pending_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+							SubTransactionId parentSubid, void *arg)
+{
+	HASH_SEQ_STATUS seq;
+	JqPendingDependency *e;
+
+	if (event != SUBXACT_EVENT_ABORT_SUB || jq_pending_dependencies == NULL)
+		return;
+	hash_seq_init(&seq, jq_pending_dependencies);
+	while ((e = hash_seq_search(&seq)) != NULL)
+		e->settled = false;
+}
+
+/*
+ * Remember the n dependencies ids (bigint, ids[0..n-1]) of jobs that this
+ * transaction made wait, for the check at commit.
+ */
+void
+jq_dependencies_note_waiting(const Datum *ids, int n)
+{
+	int			i;
+
+	if (n == 0)
+		return;
+	if (!jq_pending_callbacks)
+	{
+		RegisterXactCallback(jq_pending_xact_callback, NULL);
+		RegisterSubXactCallback(jq_pending_subxact_callback, NULL);
+		jq_pending_callbacks = true;
+	}
+	if (jq_pending_dependencies == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(int64);
+		ctl.entrysize = sizeof(JqPendingDependency);
+		ctl.hcxt = TopTransactionContext;
+		jq_pending_dependencies = hash_create("jobqueue pending dependencies",
+											  64, &ctl,
+											  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	for (i = 0; i < n; i++)
+	{
+		int64		id = DatumGetInt64(ids[i]);
+		bool		found;
+		JqPendingDependency *e;
+
+		e = hash_search(jq_pending_dependencies, &id, HASH_ENTER, &found);
+		if (!found)
+			e->settled = false;
+	}
+}
+
+/* Is status (a job_status label) final? */
+static bool
+jq_status_finished(const char *status)
+{
+	return strcmp(status, "succeeded") == 0 || strcmp(status, "dead") == 0 ||
+		strcmp(status, "cancelled") == 0;
+}
+
+/* Did this transaction make a job wait for job id? */
+static bool
+jq_dependency_pending(int64 id)
+{
+	return jq_pending_dependencies != NULL &&
+		hash_search(jq_pending_dependencies, &id, HASH_FIND, NULL) != NULL;
+}
+
+static int
+jq_int64_cmp(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a;
+	int64		y = *(const int64 *) b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * For the check at commit of a row of job_dependencies naming dependency
+ * dep: the dependencies to settle now, sorted, each once per transaction
+ * -- dep and every other one remembered and not settled yet (one
+ * statement for all of them), or none when dep is settled already.  They
+ * count as settled from now on.  Returns their number; *ids is palloc'd.
+ */
+int
+jq_dependencies_take_unsettled(int64 dep, int64 **ids)
+{
+	HASH_SEQ_STATUS seq;
+	JqPendingDependency *e;
+	int			n = 0;
+	int			size;
+	Datum		d;
+
+	*ids = NULL;
+	if (jq_pending_dependencies != NULL)
+	{
+		e = hash_search(jq_pending_dependencies, &dep, HASH_FIND, NULL);
+		if (e != NULL && e->settled)
+			return 0;
+	}
+	/* (a row written by hand, not by an enqueue, is remembered here) */
+	d = Int64GetDatum(dep);
+	jq_dependencies_note_waiting(&d, 1);
+
+	size = hash_get_num_entries(jq_pending_dependencies);
+	*ids = palloc(sizeof(int64) * Max(size, 1));
+	hash_seq_init(&seq, jq_pending_dependencies);
+	while ((e = hash_seq_search(&seq)) != NULL)
+	{
+		if (!e->settled)
+		{
+			(*ids)[n++] = e->id;
+			e->settled = true;
+		}
+	}
+	qsort(*ids, n, sizeof(int64), jq_int64_cmp);
+	return n;
 }
 
 /*
@@ -228,6 +383,7 @@ jq_note_outcome(JqTransition t, uint64 nasked, List **woken,
 		Datum		status = jq_result_nullable(i, 2, &status_null);
 		Oid			status_oid = status_null ? InvalidOid : DatumGetObjectId(status);
 		bool		same;
+		bool		dependents;
 
 		if (!status_null)
 			moved++;
@@ -265,8 +421,19 @@ jq_note_outcome(JqTransition t, uint64 nasked, List **woken,
 		if (counting && !status_null)
 			jq_time_outcome(t, i, run_queue, run_status);
 
+		dependents = jq_result_bool(i, JQ_OUTCOME_DEPENDENTS);
+		if (!dependents && jq_pending_dependencies != NULL && !status_null &&
+			jq_status_finished(jq_result_name(i, JQ_OUTCOME_STATUS)))
+		{
+			/*
+			 * A job that this transaction made others wait for, finished
+			 * by it before its commit sets has_dependents: its dependents
+			 * (rows this transaction wrote) are resolved now.
+			 */
+			dependents = jq_dependency_pending(DatumGetInt64(jq_result(i, JQ_OUTCOME_ID)));
+		}
 		if (jq_result_bool(i, JQ_OUTCOME_FINISHED) ||
-			(jq_result_bool(i, JQ_OUTCOME_DEPENDENTS) &&
+			(dependents &&
 			 t != JQ_TR_DEPENDENCIES_MET && t != JQ_TR_DEPENDENCY_FAILED))
 		{
 			int64		id = DatumGetInt64(jq_result(i, JQ_OUTCOME_ID));
@@ -275,7 +442,7 @@ jq_note_outcome(JqTransition t, uint64 nasked, List **woken,
 			if (jq_result_bool(i, JQ_OUTCOME_FINISHED))
 				jq_wakeup_finished(id, status);
 			/* the dependency transitions resolve their own levels */
-			if (jq_result_bool(i, JQ_OUTCOME_DEPENDENTS) &&
+			if (dependents &&
 				t != JQ_TR_DEPENDENCIES_MET && t != JQ_TR_DEPENDENCY_FAILED)
 			{
 				if (succeeded == NULL)

@@ -258,10 +258,18 @@
  * dependents see a success (the release runs later in the same
  * transaction, so the job's dependents are released exactly when it
  * disappears).
+ *
+ * A job whose row another transaction holds is not deleted but left over
+ * (FOR UPDATE SKIP LOCKED), for the caller's UPDATE: a producer's open
+ * transaction that enqueued jobs depending on it holds it FOR KEY SHARE,
+ * which only a DELETE waits for, and a completion must never wait for a
+ * producer.  The job is then kept as succeeded and purged later.
  */
-#define JQ_SUCCEED_DELETE_SQL(NOW, USING, WHERE, DELETING, FINISHED) \
-	"DELETE FROM jobqueue.jobs j " USING " " \
-	"WHERE " WHERE " AND j.queue_name = ANY (" DELETING ") " \
+#define JQ_SUCCEED_DELETE_SQL(NOW, FROM, WHERE, DELETING, FINISHED) \
+	"WITH c AS (SELECT j.id FROM jobqueue.jobs j " FROM " " \
+	"           WHERE " WHERE " AND j.queue_name = ANY (" DELETING ") " \
+	"           FOR UPDATE OF j SKIP LOCKED) " \
+	"DELETE FROM jobqueue.jobs j WHERE j.id = ANY (ARRAY(SELECT c.id FROM c)) " \
 	"RETURNING " JQ_OUTCOME_DELETED_SQL(NOW, JQ_NOTIFY_FINISHED_SQL(FINISHED))
 
 /*
@@ -554,7 +562,7 @@
 	"    JOIN jobqueue.jobs j ON j.ctid = hd.tid " \
 	"    WHERE hd.status = 'pending' AND hd.available_at <= $5 " \
 	"      AND j.queue_name = $1 AND j.status = 'pending' AND j.available_at <= $5 " \
-	"    FOR UPDATE OF j SKIP LOCKED) x " \
+	"    FOR NO KEY UPDATE OF j SKIP LOCKED) x " \
 	"  WHERE k.key IS NOT NULL AND " WHILE " AND EXISTS (SELECT FROM q) " \
 	"  LIMIT $2) b "
 
@@ -708,7 +716,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"      WHERE j.queue_name = $1 AND j.status = 'pending' "
 		"        AND j.available_at <= $5 AND EXISTS (SELECT FROM q) "
 		"      ORDER BY j.priority DESC, j.available_at, j.id "
-		"      LIMIT $2 FOR UPDATE OF j SKIP LOCKED), "
+		"      LIMIT $2 FOR NO KEY UPDATE OF j SKIP LOCKED), "
 		"u AS (" JQ_LEASE_UNTIL_SQL("SELECT c.id FROM c",
 								"$5 + LEAST(COALESCE($4, q.lease_duration), q.max_runtime)") " "
 		"      RETURNING j.id, j.payload, j.attempt_count, j.lease_token, "
@@ -755,7 +763,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		.name = "complete many keep"
 	},
 	[JQ_PLAN_COMPLETE_MANY_DELETE] = {
-		JQ_SUCCEED_DELETE_SQL("$3", "USING " JQ_COMPLETE_LIST_SQL, JQ_COMPLETE_MANY_SQL,
+		JQ_SUCCEED_DELETE_SQL("$3", ", " JQ_COMPLETE_LIST_SQL, JQ_COMPLETE_MANY_SQL,
 							  "$6", "$5"),
 		6, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, JSONBARRAYOID, TEXTARRAYOID,
 		TEXTARRAYOID},
@@ -886,7 +894,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"           WHERE j.queue_name = $1 AND j.status = 'dead' "
 		"             AND ($2::text IS NULL OR j.last_error_code = $2) "
 		"           ORDER BY j.finished_at, j.id LIMIT $3 "
-		"           FOR UPDATE OF j SKIP LOCKED) "
+		"           FOR NO KEY UPDATE OF j SKIP LOCKED) "
 		"UPDATE jobqueue.jobs j SET " JQ_REPLAY_SQL("$4", "$4", "$5", "$6")
 		"WHERE j.id = ANY (ARRAY(SELECT c.id FROM c)) "
 		"RETURNING " JQ_OUTCOME_SQL("$4", JQ_QUEUE_NOTIFY_SQL, "false"),
@@ -905,7 +913,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"           WHERE j.status = 'running' AND j.lease_expires_at <= $2 "
 		"             AND j.id <> ALL ($4) "
 		"           ORDER BY j.lease_expires_at LIMIT $1 "
-		"           FOR UPDATE OF j SKIP LOCKED) "
+		"           FOR NO KEY UPDATE OF j SKIP LOCKED) "
 		JQ_REAP_SQL,
 		4, {INT4OID, TIMESTAMPTZOID, INT4OID, INT8ARRAYOID},
 		.name = "reap", .dist = JQ_DIST_NODE
@@ -928,7 +936,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"WITH c AS (SELECT j.id FROM jobqueue.jobs j "
 		"           WHERE j.id = $1 AND j.status = 'running' "
 		"             AND j.lease_expires_at <= $2 "
-		"           FOR UPDATE OF j SKIP LOCKED) "
+		"           FOR NO KEY UPDATE OF j SKIP LOCKED) "
 		JQ_REAP_SQL,
 		3, {INT8OID, TIMESTAMPTZOID, INT4OID},
 		.name = "reap one", .dist = JQ_DIST_NODE
@@ -1073,10 +1081,12 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		.name = "job", .read_only = true
 	},
 	/*
-	 * JQ_PLAN_DEPENDENCIES_LOCK: $1 dependency ids (distinct).  Locks the
-	 * dependencies in id order and sets has_dependents, as an UPDATE, so
-	 * that a completion or failure of one of them either comes first (and
-	 * we read its new status) or waits for our commit (and then reads
+	 * JQ_PLAN_DEPENDENCIES_LOCK: $1 dependency ids (distinct).  On a
+	 * schema from before 1.4 (no check at commit, see
+	 * JQ_PLAN_DEPENDENCIES_READ): locks the dependencies in id order until
+	 * the enqueue commits and sets has_dependents, as an UPDATE, so that a
+	 * completion or failure of one of them either comes first (and we read
+	 * its new status) or waits for our commit (and then reads
 	 * has_dependents from the row, and finds our rows of
 	 * job_dependencies).  One row: the smallest id that does not exist,
 	 * the ids that have not succeeded, the smallest id that is dead or
@@ -1097,6 +1107,51 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"   ORDER BY u.id LIMIT 1)",
 		1, {INT8ARRAYOID},
 		.name = "lock dependencies"
+	},
+	/*
+	 * JQ_PLAN_DEPENDENCIES_READ: $1 dependency ids (distinct).  The result
+	 * of JQ_PLAN_DEPENDENCIES_LOCK, from the newest committed version of
+	 * each dependency, locked FOR KEY SHARE (in id order) only: that lock
+	 * keeps a dependency from being deleted before the enqueue commits,
+	 * and conflicts with no UPDATE of a job, so that the dependency's
+	 * holder (heartbeat, complete, fail), claims and reaps never wait for
+	 * the producer's transaction.  What finishes meanwhile is settled at
+	 * commit (JQ_PLAN_DEPENDENCIES_SETTLE).
+	 */
+	[JQ_PLAN_DEPENDENCIES_READ] = {
+		"WITH u AS (SELECT j.id, j.status FROM jobqueue.jobs j WHERE j.id = ANY ($1) "
+		"           ORDER BY j.id FOR KEY SHARE OF j) "
+		"SELECT (SELECT pg_catalog.min(a.id) FROM pg_catalog.unnest($1) AS a(id) "
+		"        WHERE NOT EXISTS (SELECT FROM u WHERE u.id = a.id)), "
+		"  ARRAY(SELECT u.id FROM u WHERE u.status <> 'succeeded' ORDER BY u.id), "
+		"  (SELECT u.id FROM u WHERE u.status IN ('dead', 'cancelled') "
+		"   ORDER BY u.id LIMIT 1), "
+		"  (SELECT u.status::text FROM u WHERE u.status IN ('dead', 'cancelled') "
+		"   ORDER BY u.id LIMIT 1)",
+		1, {INT8ARRAYOID},
+		.name = "read dependencies"
+	},
+	/*
+	 * JQ_PLAN_DEPENDENCIES_SETTLE: $1 dependency ids (distinct), of the
+	 * jobs that this transaction made wait; run when it commits (the
+	 * deferred trigger on job_dependencies, dependencies.c).  Locks them
+	 * in id order (FOR NO KEY UPDATE: a finishing statement under way
+	 * commits first, and the next one waits for our commit, brief as it
+	 * is) and sets has_dependents where it is not set yet, so that a later
+	 * finishing statement reads it from the row and finds our rows of
+	 * job_dependencies.  One row: the dependencies that have succeeded and
+	 * those that are dead or cancelled, from their newest versions, for
+	 * the caller to resolve as their finishing statements would have.
+	 */
+	[JQ_PLAN_DEPENDENCIES_SETTLE] = {
+		"WITH c AS (SELECT j.id, j.status FROM jobqueue.jobs j WHERE j.id = ANY ($1) "
+		"           ORDER BY j.id FOR NO KEY UPDATE OF j), "
+		"u AS (UPDATE jobqueue.jobs j SET has_dependents = true "
+		"      WHERE j.id = ANY (ARRAY(SELECT c.id FROM c)) AND NOT j.has_dependents) "
+		"SELECT ARRAY(SELECT c.id FROM c WHERE c.status = 'succeeded' ORDER BY c.id), "
+		"  ARRAY(SELECT c.id FROM c WHERE c.status IN ('dead', 'cancelled') ORDER BY c.id)",
+		1, {INT8ARRAYOID},
+		.name = "settle dependencies"
 	},
 	/*
 	 * JQ_PLAN_ENQUEUE_DEPENDENT: $1 queue, $2 payloads, $3 priority, $4
@@ -1282,7 +1337,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"           WHERE j.queue_name = $1 AND j.status = 'pending' "
 		"             AND j.available_at <= $5 "
 		"           ORDER BY j.priority DESC, j.available_at, j.id "
-		"           LIMIT $2 FOR UPDATE OF j SKIP LOCKED) "
+		"           LIMIT $2 FOR NO KEY UPDATE OF j SKIP LOCKED) "
 		"UPDATE jobqueue.jobs j SET " JQ_LEASE_SET_SQL("$4") " "
 		"WHERE j.queue_name = $1 AND j.id = ANY (ARRAY(SELECT c.id FROM c)) "
 		"RETURNING j.id, j.payload, j.attempt_count, j.lease_token, "
@@ -1345,7 +1400,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"        WHERE j.queue_name = $1 AND j.status = 'pending' "
 		"          AND j.priority = p.priority AND j.available_at <= $5 "
 		"        ORDER BY j.available_at, j.id LIMIT $2 "
-		"        FOR UPDATE OF j SKIP LOCKED) x "
+		"        FOR NO KEY UPDATE OF j SKIP LOCKED) x "
 		"      WHERE p.priority IS NOT NULL "
 		"      ORDER BY x.eff DESC, x.available_at, x.id LIMIT $2), "
 		"u AS (" JQ_LEASE_SQL("SELECT c.id FROM c") " "
@@ -1417,7 +1472,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"l AS (SELECT j.id FROM jobqueue.jobs j "
 		"      WHERE j.queue_name = $1 AND j.id = ANY (ARRAY(SELECT c.id FROM c)) "
 		"        AND j.status = 'pending' "
-		"      FOR UPDATE OF j SKIP LOCKED), "
+		"      FOR NO KEY UPDATE OF j SKIP LOCKED), "
 		JQ_GROUP_LEASE_SQL("SELECT l.id FROM l"),
 		6, {TEXTOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID},
 		.name = "claim groups"
@@ -1476,7 +1531,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"      WHERE j.queue_name = $1 "
 		"        AND j.id = ANY (ARRAY(SELECT c.id FROM c WHERE c.group_key = '')) "
 		"        AND j.status = 'pending' AND j.available_at <= $5 "
-		"      FOR UPDATE OF j SKIP LOCKED), "
+		"      FOR NO KEY UPDATE OF j SKIP LOCKED), "
 		JQ_GROUP_LEASE_SQL("SELECT c.id FROM c WHERE c.group_key <> '' "
 						   "UNION ALL SELECT l.id FROM l"),
 		6, {TEXTOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID},
