@@ -15,7 +15,10 @@
 # p95 of GH_CLAIMS (200) claims of 1 and of 5 (each batch completed at
 # once, so the backlog stays the same), and queue_stats and jq_group_stats
 # of each queue (median of 5).  Prints one line per measurement and the
-# ratios hist / fresh.  Drops its queues at the end.
+# ratios hist / fresh, then the worker's repair of the group counters
+# (with the prune of the rows of finished groups): its first pass, the
+# passes it takes to prune, and its cost afterwards.  Drops its queues at
+# the end.
 set -euo pipefail
 GH_FINISHED=${GH_FINISHED:-200000}
 GH_LIVE=${GH_LIVE:-100}
@@ -81,6 +84,47 @@ FROM unnest(ARRAY['gh_fresh_ordered', 'gh_hist_ordered', 'gh_fresh_limit', 'gh_h
 	unnest(ARRAY[1, 5]) n;
 SELECT pg_temp.gh_stats(q)
 FROM unnest(ARRAY['gh_fresh_ordered', 'gh_hist_ordered', 'gh_fresh_limit', 'gh_hist_limit']) q;
+-- the worker's repair of the group counters (jq_recount_groups(NULL) is
+-- what it runs after its reaps, the prune of finished groups' rows
+-- included): its first pass with the rows of the finished groups still
+-- there, the passes it takes to prune them, then (after the VACUUM that
+-- autovacuum would run) its cost with only the live groups' rows left
+CREATE TEMP TABLE gh_repair (ord serial, what text, n bigint, ms float8);
+CREATE FUNCTION pg_temp.gh_repair() RETURNS void LANGUAGE plpgsql AS \$\$
+DECLARE
+	t0 timestamptz;
+	passes int := 0;
+	rows_before bigint;
+BEGIN
+	SELECT count(*) INTO rows_before FROM jobqueue.groups;
+	t0 := clock_timestamp();
+	PERFORM jobqueue.jq_recount_groups(NULL);
+	INSERT INTO gh_repair (what, n, ms) VALUES ('first pass (rows of groups before)', rows_before,
+		extract(epoch FROM clock_timestamp() - t0) * 1000);
+	LOOP
+		passes := passes + 1;
+		EXIT WHEN (SELECT count(*) FROM jobqueue.groups) <= 4 * $GH_LIVE OR passes > 1000;
+		PERFORM jobqueue.jq_recount_groups(NULL);
+	END LOOP;
+	INSERT INTO gh_repair (what, n, ms) VALUES ('passes to prune', passes, NULL);
+END
+\$\$;
+CREATE FUNCTION pg_temp.gh_repair_after() RETURNS void LANGUAGE plpgsql AS \$\$
+DECLARE
+	t0 timestamptz;
+BEGIN
+	FOR i IN 1 .. 5 LOOP
+		t0 := clock_timestamp();
+		PERFORM jobqueue.jq_recount_groups(NULL);
+		INSERT INTO gh_repair (what, n, ms) VALUES ('pass after pruning (rows of groups)',
+			(SELECT count(*) FROM jobqueue.groups),
+			extract(epoch FROM clock_timestamp() - t0) * 1000);
+	END LOOP;
+END
+\$\$;
+SELECT pg_temp.gh_repair();
+VACUUM jobqueue.groups;
+SELECT pg_temp.gh_repair_after();
 \o
 \pset format aligned
 \pset tuples_only off
@@ -94,6 +138,9 @@ SELECT h.what, replace(h.queue, 'gh_hist_', '') AS policy,
 		(SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY f.ms) FROM gh_times f
 		 WHERE f.what = h.what AND f.queue = replace(h.queue, 'hist', 'fresh')))::numeric, 2) AS hist_over_fresh
 FROM gh_times h WHERE h.queue LIKE 'gh_hist_%' GROUP BY h.what, h.queue ORDER BY 1, 2;
+\echo the worker's repair of the group counters, with the prune of finished groups' rows
+SELECT what, max(n) AS n, round((percentile_cont(0.5) WITHIN GROUP (ORDER BY ms))::numeric, 2) AS p50_ms
+FROM gh_repair GROUP BY what ORDER BY min(ord);
 SQL
 "${PSQL[@]}" <<SQL >/dev/null
 SELECT jobqueue.jq_drop_queue(q, force => true)

@@ -115,6 +115,8 @@ typedef enum JqPlanId
 	JQ_PLAN_GROUP_CREATE,
 	JQ_PLAN_GROUP_STATS,
 	JQ_PLAN_GROUPS_REPAIR,
+	JQ_PLAN_GROUPS_PRUNE_LOCK,
+	JQ_PLAN_GROUPS_PRUNE,
 	JQ_PLAN_ROTATION_READ,
 	JQ_PLAN_ROTATION_MOVE,
 	/* schedules and rate limits (schedules.c, lifecycle.c) */

@@ -56,6 +56,7 @@
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
+#include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
@@ -165,9 +166,11 @@ jq_tuple_status(HeapTuple tup, TupleDesc tupdesc, int status_attno,
 /*
  * Add delta to the running jobs of (queue, group), creating its row.  A
  * move into or out of running is an UPDATE of the row (it exists: its
- * job's insert created it), which locks it until the end of the
- * transaction; a job entering a group in a state other than running
- * creates the row if there is none and leaves an existing one alone.
+ * job's insert or its move to pending made or held it), which locks it
+ * until the end of the transaction; a job entering a group in a state
+ * other than running, or becoming pending, creates the row if there is
+ * none and otherwise holds it FOR KEY SHARE, so that the worker's prune of
+ * finished groups cannot take it before this transaction ends.
  * Connected to SPI.
  */
 static void
@@ -179,7 +182,14 @@ jq_group_apply(Datum queue, Datum group, int delta)
 	values[1] = group;
 	values[2] = Int32GetDatum(delta);
 	if (delta == 0)
-		jq_execute(JQ_PLAN_GROUP_CREATE, values, NULL, SPI_OK_INSERT);
+	{
+		/* held or made; 0 only after a concurrent insert or prune: again */
+		do
+		{
+			jq_execute(JQ_PLAN_GROUP_CREATE, values, NULL, SPI_OK_SELECT);
+			CHECK_FOR_INTERRUPTS();
+		} while (DatumGetInt64(jq_result(0, 1)) == 0);
+	}
 	else
 	{
 		/* the row exists unless the group's first job came in running */
@@ -516,11 +526,55 @@ jq_check_aged_priority(const char *queue_name, int32 priority)
 				 errhint("Aging orders jobs by priority level; use fewer levels, or run_at for a deadline.")));
 }
 
+/* Rows of finished groups deleted per call of jq_groups_repair */
+#define JQ_PRUNE_BATCH 10000
+
+/*
+ * Delete up to JQ_PRUNE_BATCH rows of jobqueue.groups of queue (text, or
+ * NULL when nulls is JQ_ISNULL: every queue) whose groups have no running
+ * and no pending job, so that the table, and every walk over it, follows
+ * the groups with work rather than every group a queue ever had.  Two
+ * statements: the rows are locked first (skipping those held by a claim, a
+ * completion or an open enqueue), then deleted only if a new snapshot,
+ * taken after the locks, still shows no job for them (see
+ * JQ_PLAN_GROUPS_PRUNE_LOCK and JQ_PLAN_GROUPS_PRUNE).  Connected to SPI.
+ */
+static void
+jq_groups_prune(Datum queue, char queue_null)
+{
+	Datum		values[2];
+	char		nulls[2] = {queue_null, JQ_NOTNULL};
+	Datum	   *queues;
+	Datum	   *groups;
+	uint64		n;
+	uint64		i;
+
+	values[0] = queue;
+	values[1] = Int32GetDatum(JQ_PRUNE_BATCH);
+	jq_execute(JQ_PLAN_GROUPS_PRUNE_LOCK, values, nulls, SPI_OK_SELECT);
+	n = SPI_processed;
+	if (n == 0)
+		return;
+	queues = palloc(sizeof(Datum) * n);
+	groups = palloc(sizeof(Datum) * n);
+	for (i = 0; i < n; i++)
+	{
+		queues[i] = jq_result(i, 1);
+		groups[i] = jq_result(i, 2);
+	}
+	values[0] = PointerGetDatum(construct_array(queues, (int) n, TEXTOID, -1,
+												false, TYPALIGN_INT));
+	values[1] = PointerGetDatum(construct_array(groups, (int) n, TEXTOID, -1,
+												false, TYPALIGN_INT));
+	jq_execute(JQ_PLAN_GROUPS_PRUNE, values, NULL, SPI_OK_DELETE);
+}
+
 /*
  * Correct the rows of jobqueue.groups of queue_name (NULL: of every queue)
  * that disagree with the jobs (JQ_PLAN_GROUPS_REPAIR); a group another
- * transaction is changing is left for a later call.  Returns the number of
- * groups corrected.  Connected to SPI.  Called by jq_recount_groups, by
+ * transaction is changing is left for a later call.  Then delete rows of
+ * finished groups (jq_groups_prune).  Returns the number of groups
+ * corrected.  Connected to SPI.  Called by jq_recount_groups, by
  * jq_alter_queue and by the worker's reap task, after its last batch.
  */
 int64
@@ -529,6 +583,7 @@ jq_groups_repair(const char *queue_name)
 	Datum		values[1];
 	char		nulls[1] = {JQ_NOTNULL};
 	bool		isnull;
+	int64		corrected;
 
 	if (queue_name == NULL)
 	{
@@ -538,7 +593,9 @@ jq_groups_repair(const char *queue_name)
 	else
 		values[0] = CStringGetTextDatum(queue_name);
 	jq_execute(JQ_PLAN_GROUPS_REPAIR, values, nulls, SPI_OK_SELECT);
-	return DatumGetInt64(jq_result_nullable(0, 1, &isnull));
+	corrected = DatumGetInt64(jq_result_nullable(0, 1, &isnull));
+	jq_groups_prune(values[0], nulls[0]);
+	return corrected;
 }
 
 /*

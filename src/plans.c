@@ -475,12 +475,13 @@
 /*
  * One branch of the rotation over the groups: the groups of walk K, in its
  * order (the LATERAL join keeps it), that can start a job, each with its
- * row of jobqueue.groups locked (FOR UPDATE SKIP LOCKED, after the
- * conditions, which READ COMMITTED rechecks on the newest row version).
- * A group without a row (restored without triggers, not yet repaired) is
- * not served.  o.lim: the group's limit, its override in
- * jobqueue.group_limits (one primary key probe, only for the groups
- * visited) or else the queue's group_concurrency.
+ * row of jobqueue.groups locked (FOR NO KEY UPDATE SKIP LOCKED, after
+ * the conditions, which READ COMMITTED rechecks on the newest row version;
+ * not FOR UPDATE, which would skip a group whose row an enqueue's open
+ * transaction holds FOR KEY SHARE).  A group without a row (restored
+ * without triggers, not yet repaired) is not served.  o.lim: the group's
+ * limit, its override in jobqueue.group_limits (one primary key probe,
+ * only for the groups visited) or else the queue's group_concurrency.
  */
 #define JQ_GROUP_BRANCH_SQL(K, WHILE) \
 	"SELECT * FROM (SELECT b.group_key, b.running, b.lim FROM " K " k CROSS JOIN LATERAL (" \
@@ -489,7 +490,7 @@
 	"                              WHERE gl.queue_name = $1 AND gl.group_key = k.key " \
 	"                                AND gl.concurrency IS NOT NULL), q.lim) AS lim) o " \
 	"  WHERE gr.queue_name = $1 AND gr.group_key = k.key AND " JQ_GROUP_ADMISSIBLE_SQL \
-	"  FOR UPDATE OF gr SKIP LOCKED) b " \
+	"  FOR NO KEY UPDATE OF gr SKIP LOCKED) b " \
 	"  WHERE k.key IS NOT NULL AND " WHILE " LIMIT $2) b "
 
 /*
@@ -1572,13 +1573,25 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	},
 	/*
 	 * JQ_PLAN_GROUP_CREATE: $1 queue, $2 group (the trigger jq_group_count,
-	 * for a job inserted in a state other than running).  Creates the
-	 * group's row with its first job; an existing row is neither locked
-	 * nor written.
+	 * for a job inserted in a state other than running, or becoming
+	 * pending).  The group's row is held FOR KEY SHARE until the
+	 * transaction ends, or created when there is none: the worker's prune
+	 * (JQ_PLAN_GROUPS_PRUNE_LOCK) never deletes a row so held, so the job
+	 * finds its group's row when it commits.  KEY SHARE conflicts with no
+	 * UPDATE of the row (claims lock it FOR NO KEY UPDATE), so an open
+	 * producer holds up no claim and no completion.  Returns 0 when
+	 * neither happened (a concurrent insert or prune won: run it again).
+	 * Operators qualified, as in JQ_PLAN_GROUP_COUNT.
 	 */
 	[JQ_PLAN_GROUP_CREATE] = {
-		"INSERT INTO jobqueue.groups (queue_name, group_key, running) "
-		"VALUES ($1, $2, 0) ON CONFLICT (queue_name, group_key) DO NOTHING",
+		"WITH l AS (SELECT 1 FROM jobqueue.groups gr "
+		"           WHERE gr.queue_name OPERATOR(pg_catalog.=) $1 "
+		"             AND gr.group_key OPERATOR(pg_catalog.=) $2 FOR KEY SHARE OF gr), "
+		"i AS (INSERT INTO jobqueue.groups (queue_name, group_key, running) "
+		"      SELECT $1, $2, 0 WHERE NOT EXISTS (SELECT FROM l) "
+		"      ON CONFLICT (queue_name, group_key) DO NOTHING RETURNING 1) "
+		"SELECT (SELECT pg_catalog.count(*) FROM l) OPERATOR(pg_catalog.+) "
+		"       (SELECT pg_catalog.count(*) FROM i)",
 		2, {TEXTOID, TEXTOID},
 		.name = "group create"
 	},
@@ -1633,7 +1646,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"             pg_catalog.count(*) FILTER (WHERE j.status = 'running') AS running "
 		"           FROM jobqueue.jobs j "
 		"           WHERE j.group_key IS NOT NULL "
-		"             AND j.status IN ('pending', 'running', 'dead') "
+		"             AND j.status IN ('pending', 'running') "
 		"             AND ($1::text IS NULL OR j.queue_name = $1) "
 		"           GROUP BY j.queue_name, j.group_key), "
 		"bad AS (SELECT a.queue_name, a.group_key, a.running FROM a "
@@ -1658,13 +1671,52 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"      WHERE gr.xmin = (SELECT g2.xmin FROM jobqueue.groups g2 "
 		"                       WHERE g2.queue_name = gr.queue_name "
 		"                         AND g2.group_key = gr.group_key) "
-		"      FOR UPDATE OF gr SKIP LOCKED), "
+		"      FOR NO KEY UPDATE OF gr SKIP LOCKED), "
 		"u AS (UPDATE jobqueue.groups gr SET running = l.running FROM l "
 		"      WHERE gr.queue_name = l.queue_name AND gr.group_key = l.group_key "
 		"      RETURNING 1) "
 		"SELECT (SELECT pg_catalog.count(*) FROM ins) + (SELECT pg_catalog.count(*) FROM u)",
 		1, {TEXTOID},
 		.name = "groups repair", .dist = JQ_DIST_NODE
+	},
+	/*
+	 * JQ_PLAN_GROUPS_PRUNE_LOCK: $1 queue (NULL: every queue), $2 max rows.
+	 * Rows of groups that have no running and no pending job (finished
+	 * groups: dead and waiting jobs need no row, a job that becomes
+	 * pending makes it again), locked FOR UPDATE SKIP LOCKED: a row that a
+	 * claim, a completion or an enqueue's open transaction holds (FOR KEY
+	 * SHARE, JQ_PLAN_GROUP_CREATE) is left for a later pass.  The pending
+	 * jobs are read in this statement's snapshot, which may miss an
+	 * enqueue that committed meanwhile: JQ_PLAN_GROUPS_PRUNE looks again.
+	 */
+	[JQ_PLAN_GROUPS_PRUNE_LOCK] = {
+		"SELECT gr.queue_name, gr.group_key FROM jobqueue.groups gr "
+		"WHERE gr.running = 0 AND ($1::text IS NULL OR gr.queue_name = $1) "
+		"  AND NOT EXISTS (SELECT FROM jobqueue.jobs j "
+		"                  WHERE j.queue_name = gr.queue_name AND j.group_key = gr.group_key "
+		"                    AND j.status = 'pending') "
+		"LIMIT $2 FOR UPDATE OF gr SKIP LOCKED",
+		2, {TEXTOID, INT4OID},
+		.name = "groups prune lock"
+	},
+	/*
+	 * JQ_PLAN_GROUPS_PRUNE: $1 queues, $2 groups, the rows that
+	 * JQ_PLAN_GROUPS_PRUNE_LOCK locked, in a new snapshot, taken after the
+	 * locks: every enqueue that held a row before has committed (its job is
+	 * seen, the row is kept) or rolled back, and every later one waits for
+	 * this transaction and then makes the row again.  Deletes those that
+	 * still have no running and no pending job.
+	 */
+	[JQ_PLAN_GROUPS_PRUNE] = {
+		"DELETE FROM jobqueue.groups gr "
+		"USING ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS c(queue_name, group_key) "
+		"WHERE gr.queue_name = c.queue_name AND gr.group_key = c.group_key "
+		"  AND gr.running = 0 "
+		"  AND NOT EXISTS (SELECT FROM jobqueue.jobs j "
+		"                  WHERE j.queue_name = gr.queue_name AND j.group_key = gr.group_key "
+		"                    AND j.status IN ('pending', 'running'))",
+		2, {TEXTARRAYOID, TEXTARRAYOID},
+		.name = "groups prune"
 	},
 
 	/*
