@@ -257,38 +257,6 @@ foreach my $version ('1.1', '1.2')
 		'1', "and it claims with it");
 }
 
-# The current library on a 1.3 schema (no check of dependencies at commit
-# yet): an enqueue with depends_on takes the path of 1.3, which marks the
-# dependency at once, and the dependent is released by the completion.
-{
-	my $db = 'jq_dependencies_on_1_3';
-	$node->safe_psql('postgres', "CREATE DATABASE $db");
-	$node->safe_psql(
-		$db, q{
-		CREATE EXTENSION jobqueue VERSION '1.3';
-		SELECT jobqueue.jq_create_queue('d');
-		SELECT jobqueue.jq_enqueue('d', '{"parent": true}');
-		UPDATE jobqueue.jobs SET status = 'running', attempt_count = 1, lease_owner = 'w',
-			lease_token = 1, started_at = now(), lease_expires_at = now() + interval '1 hour';
-	});
-	is( $node->safe_psql(
-			$db, q{
-			BEGIN;
-			SELECT jobqueue.jq_enqueue('d', '{"child": true}', depends_on => ARRAY[id]) > 0
-			  FROM jobqueue.jobs WHERE status = 'running';
-			SELECT has_dependents FROM jobqueue.jobs WHERE status = 'running';
-			COMMIT;
-		}),
-		"t\nt", 'on a 1.3 schema an enqueue with depends_on marks its dependency at once, as 1.3 did');
-	$node->safe_psql($db, 'ALTER EXTENSION jobqueue UPDATE');
-	is( $node->safe_psql(
-			$db, q{
-			SELECT jobqueue.jq_complete(id, 1) FROM jobqueue.jobs WHERE status = 'running';
-			SELECT status FROM jobqueue.jobs WHERE payload ? 'child';
-		}),
-		"t\npending", 'and its dependent is released by the completion after the update');
-}
-
 is_deeply(
 	[ split /\n/,
 		$node->safe_psql('postgres',
