@@ -860,6 +860,9 @@ jq_worker_state(bool *configured, bool *have_entry, JqDatabaseEntry *entry,
 		return "excluded";
 
 	*configured = true;
+	/* a standby: the launcher starts when recovery ends (at promotion) */
+	if (RecoveryInProgress())
+		return "in recovery";
 	memset(slot, 0, sizeof(JqPoolSlot));
 	LWLockAcquire(jq_shared->lock, LW_SHARED);
 	full = jq_shared->registry_full;

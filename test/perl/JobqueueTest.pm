@@ -35,6 +35,8 @@ my %quick_worker = (
 #                (they win over those of 'quick').
 #   extension => 1 (default): CREATE EXTENSION jobqueue in database
 #                postgres; 0: the test creates it where it wants it.
+#   streaming => 1: a primary that standbys can stream from (its backups
+#                can start them); 0 (default): not.
 sub jq_node
 {
 	my ($name, %opt) = @_;
@@ -53,7 +55,7 @@ sub jq_node
 	%settings = (%settings, %{ $opt{settings} // {} });
 
 	my $node = PostgreSQL::Test::Cluster->new($name);
-	$node->init;
+	$node->init(allows_streaming => $opt{streaming} // 0);
 	$node->append_conf('postgresql.conf',
 		join('', map { "$_ = '$settings{$_}'\n" } sort keys %settings))
 	  if %settings;
