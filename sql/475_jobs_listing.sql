@@ -87,8 +87,9 @@ SELECT count(*) FROM jobqueue.jq_jobs('q_list', max_jobs => 10000);
 
 -- the statement reads indexes, whatever the size of the table: with
 -- 20,000 finished jobs of another queue, a listing of every status scans
--- each part's index and never the table (the statistics of this backend,
--- flushed at the end of each transaction)
+-- each part's index and never the table; the parts of unfinished jobs
+-- then fetch their page by id, through the primary key (one scan per id);
+-- the statistics of this backend are flushed at the end of each transaction
 INSERT INTO jobqueue.jobs (queue_name, payload, status, max_attempts, finished_at)
 SELECT 'q_other', '{}', 'succeeded', 1, now() FROM generate_series(1, 20000);
 ANALYZE jobqueue.jobs;
@@ -112,6 +113,38 @@ JOIN (SELECT relname, seq_scan AS scans FROM pg_stat_user_tables WHERE relid = '
 WHERE n.scans > b.scans OR b.relname IN ('jobs', 'jobs_queue_finished_idx')
 ORDER BY 1;
 DELETE FROM jobqueue.jobs WHERE queue_name = 'q_other' AND status = 'succeeded';
+
+-- a queue as it looks after a while: old dead jobs, then finished ones,
+-- then a backlog of pending ones, the newest ids.  A page of every status,
+-- and a dead-letter page of one error code, read from each index only the
+-- entries of the page (the claim index excepted: the backlog's ids, in
+-- claim order), not the finished jobs or the backlog by the primary key.
+SELECT jobqueue.jq_create_queue('q_big');
+INSERT INTO jobqueue.jobs (queue_name, payload, status, max_attempts, finished_at, last_error_code)
+SELECT 'q_big', '{}', 'dead', 1, now(), CASE WHEN i % 2 = 0 THEN 'E_EVEN' ELSE 'E_ODD' END
+FROM generate_series(1, 40) i;
+INSERT INTO jobqueue.jobs (queue_name, payload, status, max_attempts, finished_at)
+SELECT 'q_big', '{}', 'succeeded', 1, now() FROM generate_series(1, 5000);
+INSERT INTO jobqueue.jobs (queue_name, payload, max_attempts) SELECT 'q_big', '{}', 1 FROM generate_series(1, 5000);
+ANALYZE jobqueue.jobs;
+SELECT pg_stat_force_next_flush();
+SELECT pg_stat_clear_snapshot();
+CREATE TEMP TABLE reads_before AS
+SELECT indexrelname, idx_tup_read FROM pg_stat_user_indexes WHERE relid = 'jobqueue.jobs'::regclass;
+SELECT pg_stat_force_next_flush();
+SELECT count(*), count(*) FILTER (WHERE status = 'pending') AS pending
+FROM jobqueue.jq_jobs('q_big', max_jobs => 10);
+SELECT count(*), min(last_error_code), max(last_error_code)
+FROM jobqueue.jq_jobs('q_big', 'dead', max_jobs => 10, error_code => 'E_ODD');
+SELECT pg_stat_force_next_flush();
+SELECT pg_stat_clear_snapshot();
+SELECT b.indexrelname, n.idx_tup_read - b.idx_tup_read <= 50 AS at_most_50
+FROM reads_before b
+JOIN pg_stat_user_indexes n USING (indexrelname)
+WHERE n.relid = 'jobqueue.jobs'::regclass AND n.idx_tup_read > b.idx_tup_read
+  AND b.indexrelname <> 'jobs_claim_idx'
+ORDER BY 1;
+SELECT jobqueue.jq_drop_queue('q_big', force => true);
 
 -- who sees what: a monitor lists everything but payloads, results,
 -- progress, messages and histories; workers and admins see them too,

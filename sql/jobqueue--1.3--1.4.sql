@@ -1167,6 +1167,21 @@ CREATE CONSTRAINT TRIGGER job_dependencies_settle
 	DEFERRABLE INITIALLY DEFERRED
 	FOR EACH ROW EXECUTE FUNCTION jobqueue.jq_dependencies_settle();
 
+------------------------------------------------------------------------------
+-- Dead letters by error code
+------------------------------------------------------------------------------
+
+/*
+ * A queue's dead jobs of one error code, newest first, for jq_jobs (the
+ * dead-letter pages of the dashboard): without it a page of them walked
+ * every finished job of the queue.  Only a job's last row version, the
+ * one written when it died, gets an entry: dead jobs are rare, and no
+ * other move of a job pays for this index.  Its keys also give the dead
+ * jobs by error code as an index-only scan.
+ */
+CREATE INDEX jobs_dead_code_idx ON jobqueue.jobs (queue_name, last_error_code, id)
+	WHERE status = 'dead';
+
 -- The sets of rights of 1.4: every function a producer, a worker, an admin
 -- or a monitor may call (jq_grant_* and the upgrade's grants read this).
 CREATE OR REPLACE FUNCTION jobqueue.jq_role_functions(kind text)

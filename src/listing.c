@@ -51,18 +51,43 @@ PG_FUNCTION_INFO_V1(jq_schedules);
 /*
  * One part of the jobs statement: the newest jobs of the queue in the
  * statuses STATUSES that pass the filters, or none when GATE (a test of
- * the parameters only, so a one-time filter) is false.  The unfinished
- * parts read the partial index of their status (a page costs the queue's
- * backlog in that status, as queue_stats does), the finished part
- * jobs_queue_finished_idx in id order (a page costs its own rows).
+ * the parameters only, so a one-time filter) is false.  Each part reads
+ * the partial index of its statuses: the unfinished parts their status's
+ * index (a page costs the queue's backlog in that status, as queue_stats
+ * does), the succeeded and cancelled part jobs_queue_finished_idx in id
+ * order, the dead part jobs_dead_code_idx (in id order within one error
+ * code: a dead-letter page costs its own rows).
+ *
+ * The queue is given as a range of one value, and the order as (queue,
+ * id), on purpose: with an equality the queue would be a constant of the
+ * order, and the primary key, read backwards from the newest job, would
+ * serve "ORDER BY id DESC" too.  The planner, assuming a queue's jobs in
+ * one status spread evenly over the ids, then takes it for the finished
+ * part and walks the whole backlog of pending jobs (newer than every
+ * finished one) before the first row.  Only an index that starts with the
+ * queue gives the order (queue, id).
  */
-#define JQ_JOBS_PART_SQL(STATUSES, GATE) \
-	"(SELECT j.* FROM jobqueue.jobs j " \
-	" WHERE j.queue_name OPERATOR(pg_catalog.=) $1 AND j.status " STATUSES \
+#define JQ_JOBS_WHERE_SQL(STATUSES, GATE) \
+	" WHERE j.queue_name OPERATOR(pg_catalog.>=) $1 " \
+	"   AND j.queue_name OPERATOR(pg_catalog.<=) $1 AND j.status " STATUSES \
 	"   AND " GATE " AND ($4 IS NULL OR j.id OPERATOR(pg_catalog.<) $4) " \
 	"   AND ($5 IS NULL OR j.group_key OPERATOR(pg_catalog.=) $5) " \
 	"   AND ($6 IS NULL OR j.last_error_code OPERATOR(pg_catalog.=) $6) " \
-	" ORDER BY j.id DESC LIMIT $3)"
+	" ORDER BY j.queue_name DESC, j.id DESC LIMIT $3"
+
+/* A part whose index gives the rows in id order: read them as they come. */
+#define JQ_JOBS_PART_SQL(STATUSES, GATE) \
+	"(SELECT j.* FROM jobqueue.jobs j " JQ_JOBS_WHERE_SQL(STATUSES, GATE) ")"
+
+/*
+ * A part whose index is in another order (the claim order, the lease
+ * expiry): the ids first, which the index of pending jobs holds (an
+ * index-only scan when no group or error code is asked for), then only
+ * the rows of the page, not those of the whole backlog.
+ */
+#define JQ_JOBS_BY_IDS_PART_SQL(STATUSES, GATE) \
+	"(SELECT j.* FROM jobqueue.jobs j WHERE j.id OPERATOR(pg_catalog.=) ANY (ARRAY(" \
+	" SELECT j.id FROM jobqueue.jobs j " JQ_JOBS_WHERE_SQL(STATUSES, GATE) ")))"
 
 /*
  * $1 queue, $2 status (text, NULL: any), $3 max jobs, $4 before id, $5
@@ -70,16 +95,20 @@ PG_FUNCTION_INFO_V1(jq_schedules);
  */
 static const char jobs_sql[] =
 "WITH l AS ("
-JQ_JOBS_PART_SQL("IN ('succeeded', 'cancelled', 'dead')",
-				 "($2 IS NULL OR j.status OPERATOR(pg_catalog.=) $2::jobqueue.job_status)")
+JQ_JOBS_PART_SQL("IN ('succeeded', 'cancelled')",
+				 "($2 IS NULL OR $2 OPERATOR(pg_catalog.=) ANY ('{succeeded,cancelled}'::text[])) "
+				 "AND ($2 IS NULL OR j.status OPERATOR(pg_catalog.=) $2::jobqueue.job_status)")
 " UNION ALL "
-JQ_JOBS_PART_SQL("OPERATOR(pg_catalog.=) 'pending'",
+JQ_JOBS_PART_SQL("OPERATOR(pg_catalog.=) 'dead'",
+				 "($2 IS NULL OR $2 OPERATOR(pg_catalog.=) 'dead')")
+" UNION ALL "
+JQ_JOBS_BY_IDS_PART_SQL("OPERATOR(pg_catalog.=) 'pending'",
 				 "($2 IS NULL OR $2 OPERATOR(pg_catalog.=) 'pending')")
 " UNION ALL "
-JQ_JOBS_PART_SQL("OPERATOR(pg_catalog.=) 'running'",
+JQ_JOBS_BY_IDS_PART_SQL("OPERATOR(pg_catalog.=) 'running'",
 				 "($2 IS NULL OR $2 OPERATOR(pg_catalog.=) 'running')")
 " UNION ALL "
-JQ_JOBS_PART_SQL("OPERATOR(pg_catalog.<) 'pending'",
+JQ_JOBS_BY_IDS_PART_SQL("OPERATOR(pg_catalog.<) 'pending'",
 				 "($2 IS NULL OR $2 OPERATOR(pg_catalog.=) 'waiting')")
 "), r AS (SELECT " JQ_MAY_READ_SQL("$7") " AS may_read) "
 "SELECT l.id, l.queue_name, l.status, l.priority, "
