@@ -333,6 +333,9 @@ FROM (SELECT tg.oid, tg.tgname, e.expected
 SELECT is(pg_get_indexdef('jobqueue.jobs_queue_finished_idx'::regclass),
 	'CREATE INDEX jobs_queue_finished_idx ON jobqueue.jobs USING btree (queue_name, id) WHERE (status = ANY (ARRAY[''succeeded''::jobqueue.job_status, ''cancelled''::jobqueue.job_status, ''dead''::jobqueue.job_status]))',
 	'index jobs_queue_finished_idx: finished jobs by queue and id');
+SELECT is(pg_get_indexdef('jobqueue.jobs_dead_code_idx'::regclass),
+	'CREATE INDEX jobs_dead_code_idx ON jobqueue.jobs USING btree (queue_name, last_error_code, id) WHERE (status = ''dead''::jobqueue.job_status)',
+	'index jobs_dead_code_idx: dead jobs by queue, error code and id');
 
 --
 -- 1.4: group bookkeeping: the counter follows a move to another queue, a
