@@ -52,7 +52,18 @@ jq_owned_dir "$cdir"
 # and a pass fails the suite (the name must then leave the list).
 # One name a line.
 KNOWN_FAILING=${JQ_CITUS_KNOWN_FAILING-"ids unique when inserted through every node
-the feature pass prints the same on the cluster as on one server"}
+the feature pass prints the same on the cluster as on one server
+the hot path ran without errors
+every statement of the hot path has one task
+every job of the drain ran once
+the counters of every node add up to the cluster's
+the expired lease on worker 1 is reaped by worker 1
+the expired lease on worker 2 is reaped by worker 2
+claims within burst + rate x t
+the rate-limited claims ran without errors
+no errors in the log of node 0
+no errors in the log of node 1
+no errors in the log of node 2"}
 passed=0
 failed=0
 known() { grep -qFx -- "$1" <<<"$KNOWN_FAILING"; }
@@ -198,6 +209,120 @@ else
 		"$(grep -c '^[-+][^-+]' "$cdir/feature.diff") lines differ (see $cdir/feature.diff):
 $(grep '^[-+][^-+]' "$cdir/feature.diff" | head -n 20)"
 fi
+
+# --- every hot statement is a single-shard statement -------------------------
+# auto_explain logs the plan of every statement on every node (the
+# functions' SPI statements too) while test/citus/hot.sql runs; a Citus
+# plan names its number of tasks.
+log "the hot path: tasks per statement"
+for i in 0 1 2; do
+	psql_n "$i" -c "LOAD 'auto_explain'" -c "ALTER SYSTEM SET session_preload_libraries = 'auto_explain'" \
+		-c "ALTER SYSTEM SET auto_explain.log_min_duration = 0" \
+		-c "ALTER SYSTEM SET auto_explain.log_nested_statements = on" \
+		-c "SELECT pg_reload_conf()" >/dev/null
+	logpos[i]=$(stat -c %s "${JQ_CITUS_DIRS[i]}/server.log")
+done
+sed -e "s/@QA@/$qa/g" -e "s/@QB@/$qb/g" "$JQ_ROOT/test/citus/hot.sql" >"$cdir/hot.sql"
+for i in 0 1; do
+	jq_citus_psql "$i" -v ON_ERROR_STOP=0 -f "$cdir/hot.sql" >"$cdir/hot.$i.out" 2>&1 || true
+done
+for i in 0 1 2; do
+	psql_n "$i" -c "ALTER SYSTEM RESET session_preload_libraries" \
+		-c "ALTER SYSTEM RESET auto_explain.log_min_duration" \
+		-c "ALTER SYSTEM RESET auto_explain.log_nested_statements" \
+		-c "SELECT pg_reload_conf()" >/dev/null
+	tail -c +"$((logpos[i] + 1))" "${JQ_CITUS_DIRS[i]}/server.log"
+done | perl -ne '
+	if (/^\S+ \S+ \S+ \[\d+\] (node\d) LOG:  duration: .* plan:/) { $node = $1; $q = undef; next }
+	if (!defined $q && /^\s+Query Text: ?(.*)/) { $q = $1; $q = undef if $q eq ""; if (defined $q) { $q =~ s/\s+/ /g; $q = substr($q, 0, 110) } else { $want = 1 } next }
+	if ($want && /\S/) { ($q = $_) =~ s/^\s+|\s+$//g; $q =~ s/\s+/ /g; $q = substr($q, 0, 110); $want = 0; next }
+	if (defined $q && /Task Count: (\d+)/) { print "$1\t$node\t$q\n"; $q = "" }
+' | sort -u >"$cdir/tasks.txt"
+printf '    tasks  node   statement\n'
+sed 's/^/    /' "$cdir/tasks.txt"
+expect "the hot path ran without errors" "" "$(grep -h 'ERROR' "$cdir"/hot.*.out | head -n 5)"
+expect "every statement of the hot path has one task" "" "$(awk -F '\t' '$1 != 1' "$cdir/tasks.txt" | head -n 10)"
+if [ ! -s "$cdir/tasks.txt" ]; then not_ok "the hot path logged its plans" "no plan with a task count in the logs"; fi
+
+# --- 8 clients drain 2 queues on different workers ------------------------
+log "8 clients drain $qa and $qb, through the coordinator and the workers"
+for q in "$qa" "$qb"; do
+	psql_try 0 -c "SELECT count(*) FROM jobqueue.jq_enqueue_many('$q', (SELECT array_agg(jsonb_build_object('n', g)) FROM generate_series(1, 500) g))" >/dev/null
+done
+pids=()
+for c in 0 1 2 3 4 5 6 7; do
+	q=$qa
+	((c % 2)) && q=$qb
+	for ((k = 0; k < 70; k++)); do
+		echo "SELECT coalesce(array_agg(id), '{}') AS ids, coalesce(array_agg(token), '{}') AS tokens FROM jobqueue.jq_claim('$q', 5, 'drain-$c') \\gset"
+		echo "SELECT count(*) FROM jobqueue.jq_complete_many(:'ids', :'tokens');"
+	done >"$cdir/drain.$c.sql"
+	jq_citus_psql $((c % 3)) -v ON_ERROR_STOP=0 -f "$cdir/drain.$c.sql" >"$cdir/drain.$c.out" 2>&1 &
+	pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p" || true; done
+expect "every job of the drain ran once" "1000 1000 1000" \
+	"$(psql_try 0 -F ' ' -c "SELECT count(*), count(*) FILTER (WHERE status = 'succeeded' AND attempt_count = 1 AND lease_token = 1), count(DISTINCT id)
+		FROM jobqueue.jobs WHERE queue_name IN ('$qa', '$qb')")"
+expect "the drain ran without errors" "" "$(grep -h 'ERROR' "$cdir"/drain.*.out | sort | uniq -c | head -n 5)"
+
+# --- the cluster's counters --------------------------------------------------
+expect "the counters of every node add up to the cluster's" "1000" \
+	"$(psql_try 0 -c "SELECT sum((c ->> 'completed')::bigint) FROM run_command_on_all_nodes(
+		\$\$SELECT coalesce(json_agg(c), '[]') FROM jobqueue.jq_counters() c WHERE c.queue_name IN ('$qa', '$qb')\$\$) n,
+		LATERAL json_array_elements(n.result::json) c")"
+
+# --- an expired lease on each worker, reaped by that node's worker ----------
+log "expired leases, reaped where their queue lives"
+reaped() {
+	psql_try "$1" -c "SELECT coalesce(sum(leases_expired), 0) FROM jobqueue.jq_counters() WHERE queue_name = '$2'"
+}
+for q in "$qa" "$qb"; do
+	psql_try 0 -c "SELECT jobqueue.jq_enqueue('$q', '{\"lease\": \"expires\"}')" >/dev/null
+	psql_try 0 -c "SELECT count(*) FROM jobqueue.jq_claim('$q', 1, 'gone', lease => '1 second')" >/dev/null
+done
+for ((t = 0; t < 120; t++)); do
+	left=$(psql_try 0 -c "SELECT count(*) FROM jobqueue.jobs WHERE queue_name IN ('$qa', '$qb') AND status = 'running'")
+	[ "$left" = 0 ] && break
+	sleep 0.25
+done
+expect "the expired lease on worker 1 is reaped by worker 1" "1" "$(reaped 1 "$qa")"
+expect "the expired lease on worker 2 is reaped by worker 2" "1" "$(reaped 2 "$qb")"
+
+# --- a rate limit holds for the whole cluster --------------------------------
+log "a rate limit, claimed through the coordinator and both workers"
+psql_try 0 -c "SELECT jobqueue.jq_create_queue('$qa-rl', rate_limit => 4, rate_burst => 2)" >/dev/null
+psql_try 0 -c "SELECT count(*) FROM jobqueue.jq_enqueue_many('$qa-rl', (SELECT array_agg('{}'::jsonb) FROM generate_series(1, 200)))" >/dev/null
+pids=()
+for c in 0 1 2; do
+	for ((k = 0; k < 40; k++)); do echo "SELECT jobqueue.jq_claim('$qa-rl', 1, 'rl-$c');"; done >"$cdir/rl.$c.sql"
+	jq_citus_psql "$c" -v ON_ERROR_STOP=0 -f "$cdir/rl.$c.sql" >"$cdir/rl.$c.out" 2>&1 &
+	pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p" || true; done
+# t: from the first claim to the last, by the database's clock
+expect "claims within burst + rate x t" "t" \
+	"$(psql_try 0 -c "SELECT count(*) > 0 AND count(*) <= 2 + 4 * extract(epoch FROM max(started_at) - min(started_at))
+		FROM jobqueue.jobs WHERE queue_name = '$qa-rl' AND status = 'running'")"
+expect "the rate-limited claims ran without errors" "" "$(grep -h 'ERROR' "$cdir"/rl.*.out | sort | uniq -c | head -n 5)"
+
+# --- schedules fire once per slot --------------------------------------------
+log "a due schedule"
+psql_try 0 -c "SELECT jobqueue.jq_schedule('cluster-every-minute', '$qb', '* * * * *', '{\"sched\": 1}') IS NOT NULL" >/dev/null
+psql_try 0 -c "UPDATE jobqueue.schedules SET next_run_at = now() WHERE schedule_name = 'cluster-every-minute'" >/dev/null
+for ((t = 0; t < 120; t++)); do
+	[ "$(psql_try 0 -c "SELECT last_run_at IS NOT NULL FROM jobqueue.schedules WHERE schedule_name = 'cluster-every-minute'")" = t ] && break
+	sleep 0.25
+done
+expect "a due schedule fires once" "1" \
+	"$(psql_try 0 -c "SELECT count(*) FROM jobqueue.jobs WHERE queue_name = '$qb' AND payload = '{\"sched\": 1}'")"
+psql_try 0 -c "SELECT jobqueue.jq_unschedule('cluster-every-minute')" >/dev/null
+
+# --- no errors in any node's log -------------------------------------------
+for i in 0 1 2; do
+	expect "no errors in the log of node $i" "" \
+		"$(grep -E '(ERROR|FATAL|PANIC):' "${JQ_CITUS_DIRS[i]}/server.log" | sed 's/^[^]]*\] //' | sort | uniq -c | sort -rn | head -n 5)"
+done
 
 echo
 echo "jobqueue Citus tests: $passed passed, $failed failed"

@@ -45,6 +45,7 @@
 #include "jobqueue.h"
 
 #include "catalog/namespace.h"
+#include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
@@ -394,6 +395,31 @@ jq_schedules_batch(TimestampTz now, bool *more)
  * (and the database, when the worker leaves) due then.  A table that DDL
  * holds is left alone until the next pass.
  */
+/*
+ * Does this node fire schedules?  On a Citus cluster only the coordinator
+ * (group 0) does: schedules is a reference table, and a worker node firing
+ * it too would enqueue every slot once per node before the idempotency key
+ * refused the copies.  Everywhere else (no Citus) the answer is yes.
+ */
+static bool
+jq_schedules_fire_here(void)
+{
+	int			ret;
+	bool		isnull;
+	Datum		d;
+
+	if (!OidIsValid(get_relname_relid("pg_dist_local_group", PG_CATALOG_NAMESPACE)))
+		return true;
+	ret = SPI_execute("SELECT l.groupid OPERATOR(pg_catalog.=) 0 FROM pg_catalog.pg_dist_local_group l",
+					  true, 1);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "could not read pg_dist_local_group: %s", SPI_result_code_string(ret));
+	if (SPI_processed != 1)
+		return true;
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	return isnull || DatumGetBool(d);
+}
+
 int64
 jq_task_schedule(TimestampTz now, List **ready, MemoryContext cxt, bool *more)
 {
@@ -402,8 +428,11 @@ jq_task_schedule(TimestampTz now, List **ready, MemoryContext cxt, bool *more)
 	int64		n;
 
 	*more = false;
-	/* an extension not yet updated to 1.2 has no schedules */
-	if (!OidIsValid(relid))
+	/*
+	 * an extension not yet updated to 1.2 has no schedules; a Citus worker
+	 * node leaves them to the coordinator
+	 */
+	if (!OidIsValid(relid) || !jq_schedules_fire_here())
 	{
 		schedules_next_due = DT_NOEND;
 		return 0;
