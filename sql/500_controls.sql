@@ -166,5 +166,73 @@ SELECT status, payload FROM jobqueue.jobs WHERE debounce_key = 'user:3' ORDER BY
 -- counted: enqueued once per new job, debounced once per replacement
 SELECT enqueued, debounced FROM jobqueue.jq_counters() WHERE queue_name = 'q_deb';
 
+
+-- deadlines: a job past its start_by is never claimed.  Time passes by
+-- moving start_by (as the clock would), not by sleeping.
+SELECT jobqueue.jq_create_queue('q_exp');
+SELECT jobqueue.jq_counters_reset('q_exp');
+SELECT jobqueue.jq_enqueue('q_exp', '{"late": 1}', start_by => now() + interval '1 hour',
+	priority => 10) AS e1 \gset
+SELECT jobqueue.jq_enqueue('q_exp', '{"dep": 1}', depends_on => ARRAY[:e1]::bigint[]) AS e1dep \gset
+SELECT jobqueue.jq_enqueue('q_exp', '{"ok": 1}') AS e2 \gset
+UPDATE jobqueue.jobs SET start_by = now() - interval '1 second' WHERE id = :e1;
+-- the claim skips it (a queue without max_wait or deadline order leaves
+-- the expiry to the worker and jq_reap)
+SELECT payload FROM jobqueue.jq_claim('q_exp', 10, 'w');
+SELECT status FROM jobqueue.jobs WHERE id = :e1;
+SELECT jobqueue.jq_reap();
+SELECT status, last_error_code, finished_at IS NOT NULL AS finished FROM jobqueue.jq_job(:e1);
+-- its dependent is cancelled as for any cancelled dependency
+SELECT status, last_error_code FROM jobqueue.jq_job(:e1dep);
+SELECT expired, enqueued FROM jobqueue.jq_counters() WHERE queue_name = 'q_exp';
+-- a job claimed before its deadline runs to its end
+SELECT jobqueue.jq_enqueue('q_exp', '{"in_time": 1}', start_by => now() + interval '1 hour') AS e3 \gset
+SELECT id = :e3 AS claimed FROM jobqueue.jq_claim('q_exp', 1, 'w');
+UPDATE jobqueue.jobs SET start_by = now() - interval '1 second' WHERE id = :e3;
+SELECT jobqueue.jq_reap();
+SELECT status FROM jobqueue.jobs WHERE id = :e3;
+SELECT jobqueue.jq_complete(:e3, (SELECT lease_token FROM jobqueue.jobs WHERE id = :e3));
+-- with max_wait, the claim expires what it meets first
+SELECT jobqueue.jq_create_queue('q_exp_wait', max_wait => '1 hour');
+SELECT jobqueue.jq_enqueue('q_exp_wait', '{"n": 1}') AS w1 \gset
+SELECT jobqueue.jq_enqueue('q_exp_wait', '{"n": 2}') AS w2 \gset
+UPDATE jobqueue.jobs SET start_by = now() - interval '1 second' WHERE id = :w1;
+SELECT payload FROM jobqueue.jq_claim('q_exp_wait', 10, 'w');
+SELECT status, last_error_code FROM jobqueue.jq_job(:w1);
+-- a grouped and a strictly ordered queue never claim an expired job either
+SELECT jobqueue.jq_create_queue('q_exp_grp', group_concurrency => 2);
+SELECT jobqueue.jq_enqueue('q_exp_grp', '{"g": 1}', group_key => 'a',
+	start_by => now() + interval '1 hour') AS g1 \gset
+SELECT jobqueue.jq_enqueue('q_exp_grp', '{"g": 2}', group_key => 'a') AS g2 \gset
+UPDATE jobqueue.jobs SET start_by = now() - interval '1 second' WHERE id = :g1;
+SELECT payload FROM jobqueue.jq_claim('q_exp_grp', 10, 'w');
+SELECT jobqueue.jq_create_queue('q_exp_ord', group_ordered => true);
+SELECT jobqueue.jq_enqueue('q_exp_ord', '{"o": 1}', group_key => 'a',
+	start_by => now() + interval '1 hour') AS o1 \gset
+SELECT jobqueue.jq_enqueue('q_exp_ord', '{"o": 2}', group_key => 'a') AS o2 \gset
+UPDATE jobqueue.jobs SET start_by = now() - interval '1 second' WHERE id = :o1;
+SELECT count(*) AS claimed_behind_expired_head FROM jobqueue.jq_claim('q_exp_ord', 10, 'w');
+SELECT jobqueue.jq_reap();
+SELECT payload FROM jobqueue.jq_claim('q_exp_ord', 10, 'w');
+
+-- fairness 'deadline': earliest start_by first, jobs without one after
+-- (by priority), within one claim and across claims
+SELECT jobqueue.jq_create_queue('q_edf', fairness => 'deadline');
+SELECT count(*) FROM (
+	SELECT jobqueue.jq_enqueue('q_edf', jsonb_build_object('n', n),
+		priority => CASE WHEN n > 6 THEN n ELSE 0 END,
+		start_by => CASE WHEN n <= 6 THEN now() + (7 - n) * interval '1 minute' END)
+	FROM generate_series(1, 9) n) e;
+SELECT payload FROM jobqueue.jq_claim('q_edf', 4, 'w');
+SELECT payload FROM jobqueue.jq_claim('q_edf', 10, 'w');
+-- a job that is not ready yet waits, even with the earliest deadline
+SELECT jobqueue.jq_enqueue('q_edf', '{"later": 1}', run_at => now() + interval '1 hour',
+	start_by => now() + interval '2 hours') IS NOT NULL AS enqueued;
+SELECT jobqueue.jq_enqueue('q_edf', '{"now": 1}', start_by => now() + interval '3 hours')
+	IS NOT NULL AS enqueued;
+SELECT payload FROM jobqueue.jq_claim('q_edf', 10, 'w');
+SELECT jobqueue.jq_drop_queue(q, true)
+FROM unnest(ARRAY['q_exp', 'q_exp_wait', 'q_exp_grp', 'q_exp_ord', 'q_edf']) q;
+
 SELECT jobqueue.jq_drop_queue(q, true)
 FROM unnest(ARRAY['q_ctl', 'q_ctl_plain', 'q_ctl_wait', 'q_deb']) q;

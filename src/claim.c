@@ -37,7 +37,8 @@ typedef enum JqClaimKind
 	JQ_CLAIM_PLAIN,
 	JQ_CLAIM_AGED,
 	JQ_CLAIM_GROUPS,
-	JQ_CLAIM_ORDERED
+	JQ_CLAIM_ORDERED,
+	JQ_CLAIM_DEADLINE			/* fairness 'deadline' without a group policy */
 } JqClaimKind;
 
 /* The rotation cursor of a queue's group claims, in this backend */
@@ -104,6 +105,8 @@ jq_settings_claim_kind(const JqQueueSettings *settings)
 		return JQ_CLAIM_ORDERED;
 	if (settings->group_policy)
 		return JQ_CLAIM_GROUPS;
+	if (settings->deadline)
+		return JQ_CLAIM_DEADLINE;
 	if (settings->aged)
 		return JQ_CLAIM_AGED;
 	return JQ_CLAIM_PLAIN;
@@ -141,6 +144,8 @@ jq_claim_plan_of(const char *queue_name)
 			return JQ_PLAN_CLAIM_ORDERED;
 		case JQ_CLAIM_AGED:
 			return JQ_PLAN_CLAIM_AGED;
+		case JQ_CLAIM_DEADLINE:
+			return JQ_PLAN_CLAIM_DEADLINE;
 		case JQ_CLAIM_PLAIN:
 			break;
 	}
@@ -194,17 +199,43 @@ jq_claim_lease_end(const JqQueueSettings *settings, Datum *values,
 }
 
 /*
- * The claim of a queue without a policy (JQ_PLAN_CLAIM_PLAIN); values[3]
+ * Claim order of two jobs leased by a deadline claim: earliest start_by
+ * (column JQ_CLAIM_NCOLS + 2) first, jobs without one after, then by
+ * priority, available_at and id as jq_claim_order_cmp.
+ */
+static int
+jq_deadline_order_cmp(const void *a, const void *b, void *arg)
+{
+	TupleDesc	tupdesc = (TupleDesc) arg;
+	HeapTuple	ta = *(const HeapTuple *) a;
+	HeapTuple	tb = *(const HeapTuple *) b;
+	bool		na;
+	bool		nb;
+	TimestampTz da = DatumGetTimestampTz(SPI_getbinval(ta, tupdesc, JQ_CLAIM_NCOLS + 2, &na));
+	TimestampTz db = DatumGetTimestampTz(SPI_getbinval(tb, tupdesc, JQ_CLAIM_NCOLS + 2, &nb));
+
+	if (na != nb)
+		return na ? 1 : -1;
+	if (!na && da != db)
+		return da < db ? -1 : 1;
+	return jq_claim_order_cmp(a, b, arg);
+}
+
+/*
+ * The claim of a queue without a policy (JQ_PLAN_CLAIM_PLAIN), or with
+ * deadline order and no group policy (JQ_PLAN_CLAIM_DEADLINE); values[3]
  * is the lease's end.  The jobs come back in id order and are put in claim
  * order.
  */
 static void
-jq_claim_plain(Datum *values)
+jq_claim_plain(Datum *values, bool deadline)
 {
-	jq_execute(JQ_PLAN_CLAIM_PLAIN, values, NULL, SPI_OK_UPDATE_RETURNING);
+	jq_execute(deadline ? JQ_PLAN_CLAIM_DEADLINE : JQ_PLAN_CLAIM_PLAIN,
+			   values, NULL, SPI_OK_UPDATE_RETURNING);
 	if (SPI_processed > 1)
 		qsort_arg(SPI_tuptable->vals, SPI_processed, sizeof(HeapTuple),
-				  jq_claim_order_cmp, SPI_tuptable->tupdesc);
+				  deadline ? jq_deadline_order_cmp : jq_claim_order_cmp,
+				  SPI_tuptable->tupdesc);
 }
 
 /*
@@ -231,7 +262,10 @@ jq_claim_run(JqClaimKind kind, const JqQueueSettings *settings,
 	switch (kind)
 	{
 		case JQ_CLAIM_PLAIN:
-			jq_claim_plain(values);
+			jq_claim_plain(values, false);
+			return;
+		case JQ_CLAIM_DEADLINE:
+			jq_claim_plain(values, true);
 			return;
 		case JQ_CLAIM_AGED:
 			jq_execute(JQ_PLAN_CLAIM_AGED, values, NULL, SPI_OK_SELECT);
@@ -327,6 +361,16 @@ jq_claim_execute(const char *queue_name, Datum *values, const char *nulls)
 		jq_raise_unknown_queue(queue_name);
 	if (settings->paused)
 		return 0;
+
+	/*
+	 * Where jobs get deadlines from the queue or are claimed by them, the
+	 * claim first expires what it would otherwise skip (controls.c); in
+	 * other queues the claims skip a job past its start_by, and the worker
+	 * expires it.
+	 */
+	if (settings->has_max_wait || settings->deadline)
+		(void) jq_expire_batch(queue_name, JQ_CLAIM_EXPIRE_BATCH,
+							   DatumGetTimestampTz(values[4]));
 	jq_claim_run(jq_settings_claim_kind(settings), settings, queue_name,
 				 values, nulls);
 	return SPI_processed;

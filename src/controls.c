@@ -410,3 +410,36 @@ jq_controls_set_policy(FunctionCallInfo fcinfo, int argno,
 	if (SPI_processed == 0)
 		jq_raise_unknown_queue(queue_name);
 }
+
+/*
+ * Cancel up to max_jobs pending jobs whose start_by has passed (at now, the
+ * database clock), of queue_name or (NULL) of every queue, with
+ * last_error_code EXPIRED, and note the outcome: counted as expired, their
+ * dependents cancelled as for any cancelled dependency (outcome.c), their
+ * ends announced where the queue has notify_finished.  Jobs another
+ * transaction has locked (a claim taking them just now) are skipped.  A
+ * job that was claimed before its deadline is running and is not touched:
+ * the deadline is on the start of an attempt.  Returns the number expired.
+ */
+int64
+jq_expire_batch(const char *queue_name, int max_jobs, TimestampTz now)
+{
+	Datum		values[3];
+
+	if (queue_name != NULL)
+	{
+		values[0] = CStringGetTextDatum(queue_name);
+		values[1] = TimestampTzGetDatum(now);
+		values[2] = Int32GetDatum(max_jobs);
+		jq_execute(JQ_PLAN_EXPIRE_QUEUE, values, NULL, SPI_OK_UPDATE_RETURNING);
+	}
+	else
+	{
+		values[0] = TimestampTzGetDatum(now);
+		values[1] = Int32GetDatum(max_jobs);
+		jq_execute(JQ_PLAN_EXPIRE_DUE, values, NULL, SPI_OK_UPDATE_RETURNING);
+	}
+	if (SPI_processed == 0)
+		return 0;
+	return (int64) jq_note_outcome(JQ_TR_EXPIRE, 0, NULL, NULL, NULL);
+}

@@ -130,6 +130,9 @@ typedef enum JqPlanId
 	JQ_PLAN_ENQUEUE_CONTROLLED_KEYED,
 	JQ_PLAN_ENQUEUE_DEBOUNCED,
 	JQ_PLAN_ENQUEUE_MANY_CONTROLLED,
+	JQ_PLAN_EXPIRE_QUEUE,
+	JQ_PLAN_EXPIRE_DUE,
+	JQ_PLAN_CLAIM_DEADLINE,
 	JQ_NUM_PLANS
 } JqPlanId;
 
@@ -180,7 +183,8 @@ typedef enum JqTransition
 	JQ_TR_REAP,
 	JQ_TR_PROGRESS,
 	JQ_TR_DEPENDENCIES_MET,		/* waiting -> pending */
-	JQ_TR_DEPENDENCY_FAILED		/* waiting -> cancelled */
+	JQ_TR_DEPENDENCY_FAILED,	/* waiting -> cancelled */
+	JQ_TR_EXPIRE				/* pending -> cancelled past start_by */
 } JqTransition;
 
 /*
@@ -328,6 +332,10 @@ extern void jq_dependent_controls(const char *queue_name, int64 job_id,
 								  const JqEnqueueControls *c);
 extern void jq_controls_set_policy(FunctionCallInfo fcinfo, int argno,
 								   const char *queue_name, bool alter);
+extern int64 jq_expire_batch(const char *queue_name, int max_jobs,
+							 TimestampTz now);
+/* jobs expired by a claim before it claims, at most */
+#define JQ_CLAIM_EXPIRE_BATCH	100
 
 /*
  * The claim pipeline (claim.c): the checked arguments of a claim, and the

@@ -154,6 +154,8 @@ jq_purge_batch(const char *queue_name, Interval *older_than, int max_jobs)
  *
  * One reaping batch, for installations that run without the background
  * worker (call it from a scheduler).  Queues that got ready work are woken.
+ * Also cancels up to max_jobs jobs past their start_by (counted as
+ * expired, not in the result).
  */
 Datum
 jq_reap(PG_FUNCTION_ARGS)
@@ -164,6 +166,8 @@ jq_reap(PG_FUNCTION_ARGS)
 	/* no list: queues that got ready work are woken at once */
 	jq_spi_connect();
 	reaped = jq_reap_batch(max_jobs, NULL, NULL);
+	/* and the jobs past their deadline, as the worker does (controls.c) */
+	(void) jq_expire_batch(NULL, max_jobs, GetCurrentTimestamp());
 	jq_spi_finish();
 
 	PG_RETURN_INT64(reaped);

@@ -288,6 +288,9 @@ jq_count_outcome(JqTransition t, const char *queue_name, const char *status,
 		case JQ_TR_RELEASE:
 			jq_count(queue_name, JQ_CTR_RELEASED, n);
 			return;
+		case JQ_TR_EXPIRE:
+			jq_count(queue_name, JQ_CTR_EXPIRED, n);
+			return;
 		default:
 			return;				/* heartbeat, cancel */
 	}

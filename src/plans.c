@@ -422,6 +422,15 @@
 	"pg_catalog.date_part('epoch', " NOW " - j.available_at) / " AGING_SECS "), 0))"
 
 /*
+ * Job X may still start at $5 (controls.c): it has no deadline, or its
+ * start_by is later.  Every claim (but that of a schema from before 1.2)
+ * tests it on the rows it locks, so a job past its deadline is never
+ * claimed, even before a claim or the worker has expired it.
+ */
+#define JQ_NOT_EXPIRED_SQL(X) \
+	"(" X ".start_by IS NULL OR " X ".start_by > $5)"
+
+/*
  * Can group gr of queue q start a job now (CTE q: lim, ordered)?  Below
  * its limit; for strict order, nothing running and its head (the oldest
  * unfinished job) pending and due; otherwise a ready job (one probe of
@@ -513,6 +522,11 @@
 	CONFLICT \
 	"RETURNING " JQ_OUTCOME_SQL("$7", "$9", "false") ", j.id"
 
+/* pending -> cancelled, past its deadline (controls.c), at NOW */
+#define JQ_EXPIRED_SET_SQL(NOW) \
+	"status = 'cancelled', finished_at = " NOW ", lease_expires_at = NULL, " \
+	"last_error_code = '" JQ_EXPIRED_CODE "'"
+
 /*
  * The INSERT of a job with controls (controls.c): JQ_ENQUEUE_GROUPED_SQL
  * with the job's deadline $9 and declared cost $10.
@@ -563,6 +577,7 @@
 	"    JOIN jobqueue.jobs j ON j.ctid = hd.tid " \
 	"    WHERE hd.status = 'pending' AND hd.available_at <= $5 " \
 	"      AND j.queue_name = $1 AND j.status = 'pending' AND j.available_at <= $5 " \
+	"      AND " JQ_NOT_EXPIRED_SQL("j") " " \
 	"    FOR NO KEY UPDATE OF j SKIP LOCKED) x " \
 	"  WHERE k.key IS NOT NULL AND " WHILE " AND EXISTS (SELECT FROM q) " \
 	"  LIMIT $2) b "
@@ -1336,7 +1351,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	[JQ_PLAN_CLAIM_PLAIN] = {
 		"WITH c AS (SELECT j.id FROM jobqueue.jobs j "
 		"           WHERE j.queue_name = $1 AND j.status = 'pending' "
-		"             AND j.available_at <= $5 "
+		"             AND j.available_at <= $5 AND " JQ_NOT_EXPIRED_SQL("j") " "
 		"           ORDER BY j.priority DESC, j.available_at, j.id "
 		"           LIMIT $2 FOR NO KEY UPDATE OF j SKIP LOCKED) "
 		"UPDATE jobqueue.jobs j SET " JQ_LEASE_SET_SQL("$4") " "
@@ -1400,6 +1415,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"        FROM jobqueue.jobs j "
 		"        WHERE j.queue_name = $1 AND j.status = 'pending' "
 		"          AND j.priority = p.priority AND j.available_at <= $5 "
+		"          AND " JQ_NOT_EXPIRED_SQL("j") " "
 		"        ORDER BY j.available_at, j.id LIMIT $2 "
 		"        FOR NO KEY UPDATE OF j SKIP LOCKED) x "
 		"      WHERE p.priority IS NOT NULL "
@@ -1472,7 +1488,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"      ORDER BY rank LIMIT $2), "
 		"l AS (SELECT j.id FROM jobqueue.jobs j "
 		"      WHERE j.queue_name = $1 AND j.id = ANY (ARRAY(SELECT c.id FROM c)) "
-		"        AND j.status = 'pending' "
+		"        AND j.status = 'pending' AND " JQ_NOT_EXPIRED_SQL("j") " "
 		"      FOR NO KEY UPDATE OF j SKIP LOCKED), "
 		JQ_GROUP_LEASE_SQL("SELECT l.id FROM l"),
 		6, {TEXTOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID},
@@ -1532,6 +1548,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"      WHERE j.queue_name = $1 "
 		"        AND j.id = ANY (ARRAY(SELECT c.id FROM c WHERE c.group_key = '')) "
 		"        AND j.status = 'pending' AND j.available_at <= $5 "
+		"        AND " JQ_NOT_EXPIRED_SQL("j") " "
 		"      FOR NO KEY UPDATE OF j SKIP LOCKED), "
 		JQ_GROUP_LEASE_SQL("SELECT c.id FROM c WHERE c.group_key <> '' "
 						   "UNION ALL SELECT l.id FROM l"),
@@ -1926,6 +1943,72 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		8, {TEXTOID, JSONBARRAYOID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTARRAYOID,
 		TIMESTAMPTZOID, FLOAT8OID},
 		.name = "enqueue many controlled"
+	},
+	/*
+	 * JQ_PLAN_EXPIRE_QUEUE: $1 queue, $2 now, $3 max jobs.  The pending jobs
+	 * of the queue whose start_by has passed, earliest first, locked
+	 * skipping those another transaction holds, are cancelled with
+	 * EXPIRED.  Outcome.
+	 */
+	[JQ_PLAN_EXPIRE_QUEUE] = {
+		"WITH c AS (SELECT j.id FROM jobqueue.jobs j "
+		"           WHERE j.queue_name = $1 AND j.status = 'pending' "
+		"             AND j.start_by IS NOT NULL AND j.start_by <= $2 "
+		"           ORDER BY j.start_by, j.id LIMIT $3 FOR NO KEY UPDATE OF j SKIP LOCKED) "
+		"UPDATE jobqueue.jobs j SET " JQ_EXPIRED_SET_SQL("$2") " "
+		"WHERE j.queue_name = $1 AND j.id = ANY (ARRAY(SELECT c.id FROM c)) "
+		"RETURNING " JQ_OUTCOME_SQL("$2", "false", JQ_QUEUE_NOTIFY_FINISHED_SQL),
+		3, {TEXTOID, TIMESTAMPTZOID, INT4OID},
+		.name = "expire queue"
+	},
+	/*
+	 * JQ_PLAN_EXPIRE_DUE: $1 now, $2 max jobs; JQ_PLAN_EXPIRE_QUEUE for
+	 * every queue (one probe of jobs_start_by_idx per queue), for the
+	 * worker.  Outcome.
+	 */
+	[JQ_PLAN_EXPIRE_DUE] = {
+		"WITH c AS (SELECT x.id FROM jobqueue.queues q CROSS JOIN LATERAL ("
+		"             SELECT j.id FROM jobqueue.jobs j "
+		"             WHERE j.queue_name = q.queue_name AND j.status = 'pending' "
+		"               AND j.start_by IS NOT NULL AND j.start_by <= $1 "
+		"             ORDER BY j.start_by, j.id LIMIT $2 FOR NO KEY UPDATE OF j SKIP LOCKED) x "
+		"           LIMIT $2) "
+		"UPDATE jobqueue.jobs j SET " JQ_EXPIRED_SET_SQL("$1") " "
+		"WHERE j.id = ANY (ARRAY(SELECT c.id FROM c)) "
+		"RETURNING " JQ_OUTCOME_SQL("$1", "false", JQ_QUEUE_NOTIFY_FINISHED_SQL),
+		2, {TIMESTAMPTZOID, INT4OID},
+		.name = "expire due"
+	},
+	/*
+	 * JQ_PLAN_CLAIM_DEADLINE: $1 queue, $2 n, $3 owner, $4 lease expiry, $5
+	 * now; the claim of a queue with fairness 'deadline' and no group
+	 * policy: earliest start_by first (from jobs_start_by_idx), then the
+	 * jobs without a deadline in claim order (from jobs_claim_idx), each
+	 * branch locking skipping those another transaction holds; the second
+	 * is read only when the first gave fewer than n.  The jobs come back in
+	 * id order, with their start_by and priority: jq_claim_deadline puts
+	 * them in claim order.
+	 */
+	[JQ_PLAN_CLAIM_DEADLINE] = {
+		"WITH c AS (SELECT s.id FROM ("
+		"             SELECT * FROM (SELECT j.id FROM jobqueue.jobs j "
+		"               WHERE j.queue_name = $1 AND j.status = 'pending' "
+		"                 AND j.start_by IS NOT NULL AND j.start_by > $5 "
+		"                 AND j.available_at <= $5 "
+		"               ORDER BY j.start_by, j.id LIMIT $2 FOR NO KEY UPDATE OF j SKIP LOCKED) d "
+		"             UNION ALL "
+		"             SELECT * FROM (SELECT j.id FROM jobqueue.jobs j "
+		"               WHERE j.queue_name = $1 AND j.status = 'pending' "
+		"                 AND j.available_at <= $5 AND j.start_by IS NULL "
+		"               ORDER BY j.priority DESC, j.available_at, j.id "
+		"               LIMIT $2 FOR NO KEY UPDATE OF j SKIP LOCKED) p) s LIMIT $2) "
+		"UPDATE jobqueue.jobs j SET " JQ_LEASE_SET_SQL("$4") " "
+		"WHERE j.queue_name = $1 AND j.id = ANY (ARRAY(SELECT c.id FROM c)) "
+		"RETURNING j.id, j.payload, j.attempt_count, j.lease_token, "
+		"          j.lease_expires_at, j.available_at, " JQ_CLAIM_TRACE_SQL("j") ", "
+		"          j.priority, j.start_by",
+		5, {TEXTOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID},
+		.name = "claim deadline"
 	},
 };
 

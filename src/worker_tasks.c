@@ -108,7 +108,8 @@ jq_add_name(List *list, const char *name, MemoryContext cxt)
 }
 
 /*
- * Reap: one batch of expired leases.  Queues in which jobs became ready at
+ * Reap: one batch of expired leases, and one of jobs past their start_by
+ * (cancelled as EXPIRED, their dependents with them).  Queues in which jobs became ready at
  * once are added to *ready for the announce task.  The last unit also
  * corrects the group counters that disagree with the jobs
  * (jq_groups_repair: after a restore without triggers, work done with
@@ -125,8 +126,11 @@ static int64
 jq_task_reap(TimestampTz now, List **ready, MemoryContext cxt, bool *more)
 {
 	int64		n = jq_reap_batch(jq_reap_batch_size, ready, cxt);
+	/* jobs past their deadline (controls.c), in the same short unit */
+	int64		expired = jq_expire_batch(NULL, jq_reap_batch_size, now);
 
-	*more = n >= jq_reap_batch_size;
+	*more = n >= jq_reap_batch_size || expired >= jq_reap_batch_size;
+	n += expired;
 	if (*more)
 		return n;
 	/* the group counters, where something went around the triggers */
