@@ -234,5 +234,56 @@ SELECT payload FROM jobqueue.jq_claim('q_edf', 10, 'w');
 SELECT jobqueue.jq_drop_queue(q, true)
 FROM unnest(ARRAY['q_exp', 'q_exp_wait', 'q_exp_grp', 'q_exp_ord', 'q_edf']) q;
 
+
+-- admission limits: an enqueue beyond max_pending fails with 53400 and
+-- says why; running jobs do not count; jq_enqueue_many is all or nothing
+SELECT jobqueue.jq_create_queue('q_adm', max_pending => 3, group_max_pending => 2);
+SELECT jobqueue.jq_enqueue('q_adm', '{"n": 1}') IS NOT NULL AS admitted;
+SELECT count(*) FROM jobqueue.jq_enqueue_many('q_adm', ARRAY['{"n": 2}', '{"n": 3}']::jsonb[]);
+\set VERBOSITY sqlstate
+SELECT jobqueue.jq_enqueue('q_adm', '{"n": 4}');
+\set VERBOSITY default
+SELECT jobqueue.jq_enqueue('q_adm', '{"n": 4}');
+SELECT jobqueue.jq_enqueue_many('q_adm', ARRAY['{"n": 4}']::jsonb[]);
+SELECT jobqueue.jq_enqueue('q_adm', '{"n": 4}', run_at => now() + interval '1 day');
+-- a claimed job leaves room; its retry does not make room disappear
+SELECT count(*) FROM jobqueue.jq_claim('q_adm', 1, 'w');
+SELECT jobqueue.jq_enqueue('q_adm', '{"n": 4}') IS NOT NULL AS admitted;
+SELECT jobqueue.jq_enqueue('q_adm', '{"n": 5}');
+-- group_max_pending: per group, the whole batch refused
+SELECT jobqueue.jq_alter_queue('q_adm', max_pending => 100);
+SELECT count(*) FROM jobqueue.jq_enqueue_many('q_adm', ARRAY['{}', '{}', '{}']::jsonb[],
+	group_keys => ARRAY['a', 'b', 'a']);
+SELECT jobqueue.jq_enqueue('q_adm', '{}', group_key => 'a');
+SELECT jobqueue.jq_enqueue_many('q_adm', ARRAY['{}', '{}', '{}']::jsonb[],
+	group_keys => ARRAY['c', 'b', 'b']);
+SELECT group_key, count(*) FROM jobqueue.jobs WHERE queue_name = 'q_adm' AND group_key IS NOT NULL
+GROUP BY group_key ORDER BY group_key;
+-- jobs without a group are no group
+SELECT count(*) FROM jobqueue.jq_enqueue_many('q_adm', ARRAY['{}', '{}', '{}']::jsonb[]);
+-- a dependent job counts (waiting is pending work)
+SELECT jobqueue.jq_enqueue('q_adm', '{}', group_key => 'b',
+	depends_on => ARRAY[(SELECT min(id) FROM jobqueue.jobs WHERE queue_name = 'q_adm')])
+	IS NOT NULL AS admitted;
+SELECT jobqueue.jq_enqueue('q_adm', '{}', group_key => 'b');
+-- a debounced call that replaces adds nothing, so it is admitted at the limit
+SELECT jobqueue.jq_enqueue('q_adm', '{"d": 1}', debounce_key => 'k', group_key => 'c') AS dk \gset
+SELECT jobqueue.jq_enqueue('q_adm', '{"d": 2}', debounce_key => 'k', group_key => 'c') = :dk AS replaced;
+SELECT jobqueue.jq_enqueue('q_adm', '{"d": 3}', debounce_key => 'k2', group_key => 'c')
+	IS NOT NULL AS admitted;
+SELECT jobqueue.jq_enqueue('q_adm', '{"d": 5}', debounce_key => 'k3', group_key => 'c');
+SELECT jobqueue.jq_enqueue('q_adm', '{"d": 4}', debounce_key => 'k', group_key => 'c') = :dk AS replaced;
+-- without the limit, the group takes more
+SELECT jobqueue.jq_alter_queue('q_adm', group_max_pending => 0);
+SELECT jobqueue.jq_enqueue('q_adm', '{}', group_key => 'a') IS NOT NULL AS admitted;
+-- a replay recounts: the dead job that comes back is pending work
+SELECT jobqueue.jq_create_queue('q_adm2', max_pending => 2, max_attempts => 1);
+SELECT jobqueue.jq_enqueue('q_adm2', '{"r": 1}') AS r1 \gset
+SELECT jobqueue.jq_fail(id, token, 'E', retryable => false) FROM jobqueue.jq_claim('q_adm2', 1, 'w');
+SELECT jobqueue.jq_enqueue('q_adm2', '{"r": 2}') IS NOT NULL AS admitted;
+SELECT jobqueue.jq_retry(:r1);
+SELECT jobqueue.jq_enqueue('q_adm2', '{"r": 3}');
+SELECT jobqueue.jq_drop_queue(q, true) FROM unnest(ARRAY['q_adm', 'q_adm2']) q;
+
 SELECT jobqueue.jq_drop_queue(q, true)
 FROM unnest(ARRAY['q_ctl', 'q_ctl_plain', 'q_ctl_wait', 'q_deb']) q;

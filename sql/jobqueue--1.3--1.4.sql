@@ -734,6 +734,33 @@ ALTER TABLE jobqueue.queues
 		fairness IN ('priority', 'round_robin', 'deadline', 'fair_share'));
 
 /*
+ * Admission limits (max_pending, group_max_pending): per queue (group_key
+ * NULL) and per group of a queue with a limit, an upper bound of its
+ * unfinished jobs (waiting, pending, scheduled and running).  It is exact
+ * when recounted from the jobs, and every enqueue adds its jobs to it, in
+ * the producer's transaction, under the row's lock: producers of a limited
+ * queue take these rows in one order (the queue's, then its groups' by
+ * key) and wait for each other there, and only there.  While the bound
+ * plus the new jobs stays within the limit, the enqueue is admitted
+ * without counting; otherwise the jobs are counted again (the pending ones
+ * against the limit, the running ones too for the new bound, since they
+ * may come back).  Claims and completions never touch it.  A replay
+ * (jq_retry, jq_retry_dead) or a schedule run removes the queue's rows, so
+ * that the next enqueue recounts.  Not dumped: after a restore the first
+ * enqueue recounts.
+ */
+CREATE TABLE jobqueue.admission
+(
+	queue_name	text	NOT NULL REFERENCES jobqueue.queues ON DELETE CASCADE,
+	group_key	text,
+	bound		bigint	NOT NULL,
+	CONSTRAINT admission_key UNIQUE NULLS NOT DISTINCT (queue_name, group_key)
+);
+COMMENT ON TABLE jobqueue.admission IS
+	'per queue (group_key NULL) and group with an admission limit: an upper bound of its unfinished jobs, exact at its last recount';
+REVOKE ALL ON jobqueue.admission FROM PUBLIC;
+
+/*
  * jq_create_queue and jq_alter_queue gain the queue's controls, last and
  * with defaults; the rights on the old definitions carry over.
  */

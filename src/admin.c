@@ -398,6 +398,16 @@ jq_retry(PG_FUNCTION_ARGS)
 	values[4] = Int32GetDatum(jq_error_history);
 
 	jq_spi_connect();
+	/* a replay adds pending work: the queue's admission bounds recount */
+	jq_execute(JQ_PLAN_JOB, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 1)
+	{
+		char	   *queue_name = jq_result_name(0, 2);
+		const JqQueueSettings *settings = jq_queue_settings(queue_name);
+
+		if (settings->exists && jq_queue_admits(settings))
+			jq_admission_forget(queue_name);
+	}
 	jq_retry_check_dependencies(DatumGetInt64(values[0]));
 	jq_execute(JQ_PLAN_RETRY, values, nulls, SPI_OK_UPDATE_RETURNING);
 	replayed = (jq_note_outcome(JQ_TR_REPLAY, 0, NULL, NULL, NULL) == 1);
@@ -434,6 +444,9 @@ jq_retry_dead(PG_FUNCTION_ARGS)
 
 	jq_spi_connect();
 	jq_require_queue(queue_name);
+	/* a replay adds pending work: the queue's admission bounds recount */
+	if (jq_queue_admits(jq_queue_settings(queue_name)))
+		jq_admission_forget(queue_name);
 	jq_execute(JQ_PLAN_RETRY_DEAD, values, nulls, SPI_OK_UPDATE_RETURNING);
 	count = jq_note_outcome(JQ_TR_REPLAY, 0, NULL, NULL, NULL);
 	jq_spi_finish();

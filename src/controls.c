@@ -28,6 +28,7 @@
 #include <math.h>
 
 #include "catalog/pg_type.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
@@ -98,7 +99,8 @@ jq_controls_given(const JqEnqueueControls *c)
 bool
 jq_queue_controls_enqueue(const JqQueueSettings *settings)
 {
-	return settings->has_max_wait;
+	return settings->has_max_wait || settings->max_pending > 0 ||
+		settings->group_max_pending > 0;
 }
 
 /* timestamp ts + interval iv */
@@ -161,6 +163,13 @@ jq_enqueue_controlled(const char *queue_name, const JqEnqueueControls *c,
 
 	if (!settings->exists)
 		jq_raise_unknown_queue(queue_name);
+	if (jq_queue_admits(settings))
+	{
+		Datum		key = values[7];
+
+		jq_admit_jobs(queue_name, settings, 1, &key, nulls[7] == JQ_ISNULL ? 0 : 1,
+					  c->debounce_key);
+	}
 	memcpy(cvalues, values, 8 * sizeof(Datum));
 	memcpy(cnulls, nulls, 8);
 	available_at = nulls[3] == JQ_ISNULL ? now : DatumGetTimestampTz(values[3]);
@@ -226,8 +235,9 @@ jq_enqueue_controlled(const char *queue_name, const JqEnqueueControls *c,
 }
 
 /*
- * The controls of a batch (jq_enqueue_many): the deadline and the declared
- * cost of every job, as parameters $7 and $8 of
+ * The controls of a batch (jq_enqueue_many): the admission of its jobs
+ * under the queue's limits (all or none), then the deadline and the
+ * declared cost of every job, as parameters $7 and $8 of
  * JQ_PLAN_ENQUEUE_MANY_CONTROLLED, whose first six are those of
  * JQ_PLAN_ENQUEUE_MANY_GROUPED.
  */
@@ -240,6 +250,30 @@ jq_enqueue_many_controls(const char *queue_name, const JqEnqueueControls *c,
 
 	if (!settings->exists)
 		jq_raise_unknown_queue(queue_name);
+	if (jq_queue_admits(settings))
+	{
+		ArrayType  *payloads = DatumGetArrayTypeP(values[1]);
+		int			njobs = ArrayGetNItems(ARR_NDIM(payloads), ARR_DIMS(payloads));
+		Datum	   *keys = NULL;
+		bool	   *keynulls;
+		int			nkeys = 0;
+
+		if (nulls[5] == JQ_NOTNULL)
+		{
+			Datum	   *all;
+			int			i;
+
+			deconstruct_array(DatumGetArrayTypeP(values[5]), TEXTOID, -1, false,
+							  TYPALIGN_INT, &all, &keynulls, &nkeys);
+			keys = palloc(sizeof(Datum) * (nkeys + 1));
+			njobs = nkeys;
+			nkeys = 0;
+			for (i = 0; i < njobs; i++)
+				if (!keynulls[i])
+					keys[nkeys++] = all[i];
+		}
+		jq_admit_jobs(queue_name, settings, njobs, keys, nkeys, NULL);
+	}
 	values[6] = TimestampTzGetDatum(jq_job_start_by(c, settings, available_at,
 													&start_by_null));
 	nulls[6] = start_by_null ? JQ_ISNULL : JQ_NOTNULL;
@@ -442,4 +476,146 @@ jq_expire_batch(const char *queue_name, int max_jobs, TimestampTz now)
 	if (SPI_processed == 0)
 		return 0;
 	return (int64) jq_note_outcome(JQ_TR_EXPIRE, 0, NULL, NULL, NULL);
+}
+
+/*
+ * Admission of n new jobs into queue_name (group_key NULL) or into one of
+ * its groups, whose limit is limit (max_pending or group_max_pending): the
+ * row of jobqueue.admission is locked and its bound raised by n (see the
+ * table's comment in the upgrade script).  When the bound passes the limit
+ * (or the row is new), the unfinished jobs are counted: n more pending
+ * jobs than the limit allows is an error, 53400, with the count; else the
+ * bound becomes exact again.  With debounce_key, a call that would replace
+ * a job of the key adds nothing and is admitted at the limit.  The lock is
+ * held to the end of the transaction, so a concurrent producer waits and
+ * then sees these jobs.  In REPEATABLE READ, a producer whose snapshot
+ * predates another's admission fails with a serialization error (40001)
+ * at the row instead.
+ */
+static void
+jq_admit(const char *queue_name, text *group_key, int32 limit, int64 n,
+		 text *debounce_key)
+{
+	Datum		values[3];
+	char		nulls[3] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL};
+	int64		bound;
+	int64		pending;
+	int64		running;
+
+	values[0] = CStringGetTextDatum(queue_name);
+	values[1] = PointerGetDatum(group_key);
+	if (group_key == NULL)
+		nulls[1] = JQ_ISNULL;
+	values[2] = Int64GetDatum(n);
+	jq_execute(JQ_PLAN_ADMIT_ADD, values, nulls, SPI_OK_INSERT_RETURNING);
+	bound = DatumGetInt64(jq_result(0, 1));
+	if (bound <= limit && !jq_result_bool(0, 2))
+		return;
+
+	/* recount: the rows committed before the lock was ours are seen */
+	if (group_key == NULL)
+		jq_execute(JQ_PLAN_ADMIT_COUNT_QUEUE, values, nulls, SPI_OK_SELECT);
+	else
+		jq_execute(JQ_PLAN_ADMIT_COUNT_GROUP, values, nulls, SPI_OK_SELECT);
+	pending = DatumGetInt64(jq_result(0, 1));
+	running = DatumGetInt64(jq_result(0, 2));
+	if (pending + n > limit && debounce_key != NULL)
+	{
+		Datum		dvalues[2];
+
+		dvalues[0] = values[0];
+		dvalues[1] = PointerGetDatum(debounce_key);
+		jq_execute(JQ_PLAN_DEBOUNCE_PENDING, dvalues, NULL, SPI_OK_SELECT);
+		if (SPI_processed > 0)
+			n = 0;				/* a replacement: no new job */
+	}
+	if (pending + n > limit)
+	{
+		if (group_key == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("queue \"%s\" is full", queue_name),
+					 errdetail_plural("The queue has %lld pending job (waiting, pending or scheduled), its max_pending is %d, and %lld more were to be enqueued.",
+									  "The queue has %lld pending jobs (waiting, pending or scheduled), its max_pending is %d, and %lld more were to be enqueued.",
+									  pending, (long long) pending, limit, (long long) n),
+					 errhint("Retry later, or raise the limit with jq_alter_queue(max_pending => ...).")));
+		else
+			ereport(ERROR,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("group \"%s\" of queue \"%s\" is full",
+							text_to_cstring(group_key), queue_name),
+					 errdetail_plural("The group has %lld pending job (waiting, pending or scheduled), the queue's group_max_pending is %d, and %lld more were to be enqueued.",
+									  "The group has %lld pending jobs (waiting, pending or scheduled), the queue's group_max_pending is %d, and %lld more were to be enqueued.",
+									  pending, (long long) pending, limit, (long long) n),
+					 errhint("Retry later, or raise the limit with jq_alter_queue(group_max_pending => ...).")));
+	}
+	values[2] = Int64GetDatum(pending + running + n);
+	jq_execute(JQ_PLAN_ADMIT_SET, values, nulls, SPI_OK_UPDATE);
+}
+
+/* Byte order of two text datums, for the canonical order of group rows */
+static int
+jq_text_cmp(const void *a, const void *b)
+{
+	text	   *ta = DatumGetTextPP(*(const Datum *) a);
+	text	   *tb = DatumGetTextPP(*(const Datum *) b);
+	int			la = VARSIZE_ANY_EXHDR(ta);
+	int			lb = VARSIZE_ANY_EXHDR(tb);
+	int			c = memcmp(VARDATA_ANY(ta), VARDATA_ANY(tb), Min(la, lb));
+
+	return c != 0 ? c : (la < lb ? -1 : (la > lb ? 1 : 0));
+}
+
+/*
+ * The admission of njobs new jobs into queue_name under its limits
+ * (settings), in the producer's transaction: the queue's max_pending
+ * first, then group_max_pending for each group of the jobs (keys: their
+ * group keys, NULL or empty for none, nkeys of them, or NULL when none has
+ * a group), in byte order of the keys.  All or nothing: any limit passed
+ * fails the call.  debounce_key: the call may replace a job instead.  Does
+ * nothing for a queue without limits.
+ */
+void
+jq_admit_jobs(const char *queue_name, const JqQueueSettings *settings,
+			  int64 njobs, Datum *keys, int nkeys, text *debounce_key)
+{
+	int			i;
+
+	if (settings->max_pending > 0)
+		jq_admit(queue_name, NULL, settings->max_pending, njobs, debounce_key);
+	if (settings->group_max_pending <= 0 || keys == NULL || nkeys == 0)
+		return;
+	qsort(keys, nkeys, sizeof(Datum), jq_text_cmp);
+	for (i = 0; i < nkeys;)
+	{
+		int			j = i + 1;
+
+		while (j < nkeys && jq_text_cmp(&keys[i], &keys[j]) == 0)
+			j++;
+		if (VARSIZE_ANY_EXHDR(DatumGetTextPP(keys[i])) > 0)
+			jq_admit(queue_name, DatumGetTextPP(keys[i]),
+					 settings->group_max_pending, j - i, debounce_key);
+		i = j;
+	}
+}
+
+/* Does the queue have an admission limit? */
+bool
+jq_queue_admits(const JqQueueSettings *settings)
+{
+	return settings->max_pending > 0 || settings->group_max_pending > 0;
+}
+
+/*
+ * Forget the admission bounds of queue_name (a replay or a schedule run
+ * adds jobs without them): the next enqueue recounts.  Takes the rows'
+ * locks, in the producers' order, before the caller moves any job.
+ */
+void
+jq_admission_forget(const char *queue_name)
+{
+	Datum		values[1];
+
+	values[0] = CStringGetTextDatum(queue_name);
+	jq_execute(JQ_PLAN_ADMIT_FORGET, values, NULL, SPI_OK_DELETE);
 }

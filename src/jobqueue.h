@@ -133,6 +133,12 @@ typedef enum JqPlanId
 	JQ_PLAN_EXPIRE_QUEUE,
 	JQ_PLAN_EXPIRE_DUE,
 	JQ_PLAN_CLAIM_DEADLINE,
+	JQ_PLAN_ADMIT_ADD,
+	JQ_PLAN_ADMIT_COUNT_QUEUE,
+	JQ_PLAN_ADMIT_COUNT_GROUP,
+	JQ_PLAN_ADMIT_SET,
+	JQ_PLAN_ADMIT_FORGET,
+	JQ_PLAN_DEBOUNCE_PENDING,
 	JQ_NUM_PLANS
 } JqPlanId;
 
@@ -334,6 +340,10 @@ extern void jq_controls_set_policy(FunctionCallInfo fcinfo, int argno,
 								   const char *queue_name, bool alter);
 extern int64 jq_expire_batch(const char *queue_name, int max_jobs,
 							 TimestampTz now);
+extern void jq_admit_jobs(const char *queue_name, const JqQueueSettings *settings,
+						  int64 njobs, Datum *keys, int nkeys, text *debounce_key);
+extern bool jq_queue_admits(const JqQueueSettings *settings);
+extern void jq_admission_forget(const char *queue_name);
 /* jobs expired by a claim before it claims, at most */
 #define JQ_CLAIM_EXPIRE_BATCH	100
 

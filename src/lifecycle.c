@@ -221,6 +221,16 @@ jq_enqueue_call(PG_FUNCTION_ARGS)
 		ArrayType  *keys = group_key == NULL ? NULL :
 			construct_array(&key, 1, TEXTOID, -1, false, TYPALIGN_INT);
 
+		/* the admission limits first: the lock order of every producer */
+		jq_spi_connect();
+		{
+			const JqQueueSettings *settings = jq_queue_settings(queue_name);
+
+			if (settings->exists && jq_queue_admits(settings))
+				jq_admit_jobs(queue_name, settings, 1, &key,
+							  group_key == NULL ? 0 : 1, NULL);
+		}
+		jq_spi_finish();
 		job_id = jq_enqueue_dependent(fcinfo, values, nulls, NULL,
 									  jq_arg_depends_on(fcinfo, 6),
 									  keys, NULL, NULL);
@@ -339,6 +349,23 @@ jq_enqueue_many_call(PG_FUNCTION_ARGS)
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("jq_enqueue_many does not take start_by or cost with depends_on"),
 					 errhint("Enqueue such jobs one at a time with jq_enqueue.")));
+		/* the admission limits first: the lock order of every producer */
+		jq_spi_connect();
+		{
+			const JqQueueSettings *settings = jq_queue_settings(queue_name);
+
+			if (settings->exists && jq_queue_admits(settings))
+			{
+				Datum		dv[8];
+				char		dn[8];
+
+				memcpy(dv, values, sizeof(values));
+				memcpy(dn, nulls, sizeof(nulls));
+				jq_enqueue_many_controls(queue_name, &controls,
+										 DatumGetTimestampTz(values[4]), dv, dn);
+			}
+		}
+		jq_spi_finish();
 
 		/* the layout of jq_enqueue's values: no max_attempts, no key */
 		dvalues[0] = values[0];

@@ -2010,6 +2010,75 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		5, {TEXTOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID},
 		.name = "claim deadline"
 	},
+	/*
+	 * JQ_PLAN_ADMIT_ADD: $1 queue, $2 group (NULL: the queue), $3 new jobs.
+	 * Raises the bound of jobqueue.admission by $3 under the row's lock
+	 * (a new row gets $3).  The new bound, and whether the row is new (an
+	 * inserted row has no xmax).
+	 */
+	[JQ_PLAN_ADMIT_ADD] = {
+		"INSERT INTO jobqueue.admission AS a (queue_name, group_key, bound) "
+		"VALUES ($1, $2, $3) "
+		"ON CONFLICT (queue_name, group_key) DO UPDATE SET bound = a.bound + EXCLUDED.bound "
+		"RETURNING a.bound, a.xmax = '0'::xid",
+		3, {TEXTOID, TEXTOID, INT8OID},
+		.name = "admit add"
+	},
+	/*
+	 * JQ_PLAN_ADMIT_COUNT_QUEUE: $1 queue.  Its pending (waiting, pending,
+	 * scheduled) and its running jobs, from the partial indexes of each
+	 * status.  Not read-only: it must see what committed while the caller
+	 * waited for the admission row.
+	 */
+	[JQ_PLAN_ADMIT_COUNT_QUEUE] = {
+		"SELECT (SELECT pg_catalog.count(*) FROM jobqueue.jobs j "
+		"        WHERE j.queue_name = $1 AND j.status = 'pending') + "
+		"       (SELECT pg_catalog.count(*) FROM jobqueue.jobs j "
+		"        WHERE j.queue_name = $1 AND j.status < 'pending'), "
+		"       (SELECT pg_catalog.count(*) FROM jobqueue.jobs j "
+		"        WHERE j.queue_name = $1 AND j.status = 'running')",
+		1, {TEXTOID},
+		.name = "admit count queue"
+	},
+	/*
+	 * JQ_PLAN_ADMIT_COUNT_GROUP: $1 queue, $2 group; JQ_PLAN_ADMIT_COUNT_QUEUE
+	 * for one group (jobs_group_head_idx, jobs_waiting_idx).
+	 */
+	[JQ_PLAN_ADMIT_COUNT_GROUP] = {
+		"SELECT (SELECT pg_catalog.count(*) FROM jobqueue.jobs j "
+		"        WHERE j.queue_name = $1 AND j.group_key = $2 AND j.status = 'pending') + "
+		"       (SELECT pg_catalog.count(*) FROM jobqueue.jobs j "
+		"        WHERE j.queue_name = $1 AND j.status < 'pending' AND j.group_key = $2), "
+		"       (SELECT pg_catalog.count(*) FROM jobqueue.jobs j "
+		"        WHERE j.queue_name = $1 AND j.group_key = $2 AND j.status = 'running')",
+		2, {TEXTOID, TEXTOID},
+		.name = "admit count group"
+	},
+	/* JQ_PLAN_ADMIT_SET: $1 queue, $2 group (NULL: the queue), $3 bound */
+	[JQ_PLAN_ADMIT_SET] = {
+		"UPDATE jobqueue.admission a SET bound = $3 "
+		"WHERE a.queue_name = $1 AND a.group_key IS NOT DISTINCT FROM $2",
+		3, {TEXTOID, TEXTOID, INT8OID},
+		.name = "admit set"
+	},
+	/* JQ_PLAN_ADMIT_FORGET: $1 queue.  Its bounds, recounted when next needed */
+	[JQ_PLAN_ADMIT_FORGET] = {
+		"DELETE FROM jobqueue.admission a WHERE a.queue_name = $1",
+		1, {TEXTOID},
+		.name = "admit forget"
+	},
+	/*
+	 * JQ_PLAN_DEBOUNCE_PENDING: $1 queue, $2 debounce key.  The job a
+	 * debounced enqueue would replace, if any.  Not read-only (as
+	 * JQ_PLAN_ADMIT_COUNT_QUEUE).
+	 */
+	[JQ_PLAN_DEBOUNCE_PENDING] = {
+		"SELECT j.id FROM jobqueue.jobs j "
+		"WHERE j.queue_name = $1 AND j.debounce_key = $2 "
+		"  AND j.status = 'pending' AND j.lease_token = 0",
+		2, {TEXTOID, TEXTOID},
+		.name = "debounce pending"
+	},
 };
 
 static SPIPlanPtr plans[JQ_NUM_PLANS];

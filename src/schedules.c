@@ -349,6 +349,15 @@ jq_schedules_batch(TimestampTz now, bool *more)
 		values[4] = TimestampTzGetDatum(now);
 		jq_execute(JQ_PLAN_SCHEDULE_ENQUEUE, values, NULL, SPI_OK_INSERT_RETURNING);
 		enqueued = (int64) jq_note_outcome(JQ_TR_ENQUEUE, 0, NULL, NULL, NULL);
+		/* runs are not refused, but the admission bounds recount (controls.c) */
+		for (int k = 0; k < nq; k++)
+		{
+			char	   *qname = TextDatumGetCString(q_queues[k]);
+			const JqQueueSettings *settings = jq_queue_settings(qname);
+
+			if (settings->exists && jq_queue_admits(settings))
+				jq_admission_forget(qname);
+		}
 	}
 
 	/* the advance: last_job_id is left to a lookup by key when needed */
