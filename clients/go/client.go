@@ -46,7 +46,15 @@ type EnqueueOptions struct {
 	GroupKey       string    // "": none (Enqueue)
 	GroupKeys      []string  // EnqueueMany: one per payload ("": none), or nil
 	DependsOn      []int64   // the job(s) wait until these have succeeded
-	Tx             Querier
+	// Debounce (Enqueue): replace the pending, never claimed job of
+	// DebounceKey ("": none), moved to now + Debounce, never past the
+	// key's first call + DebounceMaxWait (0: no bound).
+	DebounceKey     string
+	Debounce        time.Duration
+	DebounceMaxWait time.Duration
+	StartBy         time.Time // zero: the queue's max_wait, if any; not claimed by then, the job never runs
+	Cost            float64   // 0: measured; the job's declared cost for fair share
+	Tx              Querier
 }
 
 // QueuePolicy is the policy of jq_create_queue and jq_alter_queue: every
@@ -56,20 +64,26 @@ type EnqueueOptions struct {
 // AlterQueue's GroupConcurrency: Int(0) removes the limit.  Int, Duration,
 // Bool, Float and String make the pointers.
 type QueuePolicy struct {
-	MaxAttempts      *int
-	LeaseDuration    *time.Duration
-	MaxRuntime       *time.Duration
-	BackoffBase      *time.Duration
-	BackoffMax       *time.Duration
-	Retention        *time.Duration
-	Notify           *bool // AlterQueue only: the wake-up notifications
-	NotifyFinished   *bool
-	GroupConcurrency *int
-	GroupOrdered     *bool
-	Fairness         *string // "priority" or "round_robin"
-	PriorityAging    *time.Duration
-	RateLimit        *float64 // jobs started per second
-	RateBurst        *int
+	MaxAttempts       *int
+	LeaseDuration     *time.Duration
+	MaxRuntime        *time.Duration
+	BackoffBase       *time.Duration
+	BackoffMax        *time.Duration
+	Retention         *time.Duration
+	Notify            *bool // AlterQueue only: the wake-up notifications
+	NotifyFinished    *bool
+	GroupConcurrency  *int
+	GroupOrdered      *bool
+	Fairness          *string // "priority" or "round_robin"
+	PriorityAging     *time.Duration
+	RateLimit         *float64 // jobs started per second
+	RateBurst         *int
+	GroupRateLimit    *float64 // per group without an override
+	GroupRateBurst    *int
+	MaxWait           *time.Duration // a job not claimed within it of becoming available expires
+	MaxPending        *int           // admission limits: beyond them an enqueue fails with 53400
+	GroupMaxPending   *int
+	FairShareHalfLife *time.Duration
 }
 
 // Int returns a pointer to v (for QueuePolicy).
@@ -167,7 +181,11 @@ func EnqueueArgs(queue string, payload interface{}, opts *EnqueueOptions) ([]int
 	}
 	return []interface{}{queue, text, o.Priority, nullable(o.RunAt, o.RunAt.IsZero()),
 		nullable(o.MaxAttempts, o.MaxAttempts == 0), nullable(o.IdempotencyKey, o.IdempotencyKey == ""),
-		nullable(o.DependsOn, o.DependsOn == nil), nullable(o.GroupKey, o.GroupKey == "")}, nil
+		nullable(o.DependsOn, o.DependsOn == nil), nullable(o.GroupKey, o.GroupKey == ""),
+		nullable(o.DebounceKey, o.DebounceKey == ""),
+		nullable(seconds(o.Debounce), o.Debounce == 0 || o.DebounceKey == ""),
+		nullable(seconds(o.DebounceMaxWait), o.DebounceMaxWait == 0),
+		nullable(o.StartBy, o.StartBy.IsZero()), nullable(o.Cost, o.Cost == 0)}, nil
 }
 
 // Enqueue adds one job and returns its id (the existing job's id for a
@@ -180,7 +198,9 @@ func (c *Client) Enqueue(ctx context.Context, queue string, payload interface{},
 	var id int64
 	err = c.db(opts).QueryRow(ctx,
 		"SELECT jobqueue.jq_enqueue($1, $2::jsonb, priority => $3::int, run_at => $4::timestamptz, "+
-			"max_attempts => $5::int, idempotency_key => $6::text, depends_on => $7::bigint[], group_key => $8::text)",
+			"max_attempts => $5::int, idempotency_key => $6::text, depends_on => $7::bigint[], group_key => $8::text, "+
+			"debounce_key => $9::text, debounce => $10::interval, debounce_max_wait => $11::interval, "+
+			"start_by => $12::timestamptz, cost => $13::float8)",
 		args...).Scan(&id)
 	return id, err
 }
@@ -212,8 +232,9 @@ func (c *Client) EnqueueMany(ctx context.Context, queue string, payloads []inter
 	}
 	rows, err := c.db(opts).Query(ctx,
 		"SELECT id FROM jobqueue.jq_enqueue_many($1, $2::text[]::jsonb[], priority => $3::int, run_at => $4::timestamptz, "+
-			"depends_on => $5::bigint[], group_keys => $6::text[]) AS id",
-		queue, texts, o.Priority, nullable(o.RunAt, o.RunAt.IsZero()), nullable(o.DependsOn, o.DependsOn == nil), groups)
+			"depends_on => $5::bigint[], group_keys => $6::text[], start_by => $7::timestamptz, cost => $8::float8) AS id",
+		queue, texts, o.Priority, nullable(o.RunAt, o.RunAt.IsZero()), nullable(o.DependsOn, o.DependsOn == nil), groups,
+		nullable(o.StartBy, o.StartBy.IsZero()), nullable(o.Cost, o.Cost == 0))
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +273,8 @@ func (c *Client) queueCall(ctx context.Context, fn, queue string, p QueuePolicy)
 	ints := []struct {
 		name string
 		v    *int
-	}{{"max_attempts", p.MaxAttempts}, {"group_concurrency", p.GroupConcurrency}, {"rate_burst", p.RateBurst}}
+	}{{"max_attempts", p.MaxAttempts}, {"group_concurrency", p.GroupConcurrency}, {"rate_burst", p.RateBurst},
+		{"group_rate_burst", p.GroupRateBurst}, {"max_pending", p.MaxPending}, {"group_max_pending", p.GroupMaxPending}}
 	for _, iv := range ints {
 		if iv.v != nil {
 			add(iv.name, *iv.v, "int")
@@ -262,7 +284,8 @@ func (c *Client) queueCall(ctx context.Context, fn, queue string, p QueuePolicy)
 		name string
 		d    *time.Duration
 	}{{"lease_duration", p.LeaseDuration}, {"max_runtime", p.MaxRuntime}, {"backoff_base", p.BackoffBase},
-		{"backoff_max", p.BackoffMax}, {"retention", p.Retention}, {"priority_aging", p.PriorityAging}}
+		{"backoff_max", p.BackoffMax}, {"retention", p.Retention}, {"priority_aging", p.PriorityAging},
+		{"max_wait", p.MaxWait}, {"fair_share_half_life", p.FairShareHalfLife}}
 	for _, iv := range durations {
 		if iv.d != nil {
 			add(iv.name, seconds(*iv.d), "interval")
@@ -282,6 +305,9 @@ func (c *Client) queueCall(ctx context.Context, fn, queue string, p QueuePolicy)
 	}
 	if p.RateLimit != nil {
 		add("rate_limit", *p.RateLimit, "float8")
+	}
+	if p.GroupRateLimit != nil {
+		add("group_rate_limit", *p.GroupRateLimit, "float8")
 	}
 	var ignored string
 	err := c.db(nil).QueryRow(ctx, sql+")::text", args...).Scan(&ignored)

@@ -166,7 +166,7 @@ func TestEnqueueArgs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(args) != fmt.Sprint([]interface{}{"emails", `{"n":1}`, 5, at, 2, "k", nil, nil}) {
+	if fmt.Sprint(args) != fmt.Sprint([]interface{}{"emails", `{"n":1}`, 5, at, 2, "k", nil, nil, nil, nil, nil, nil, nil}) {
 		t.Fatalf("got %v", args)
 	}
 	args, _ = EnqueueArgs("q", []byte(`{"raw":true}`), nil)

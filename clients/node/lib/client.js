@@ -20,6 +20,12 @@ const QUEUE_POLICY = {
   priorityAging: ['priority_aging', 'interval'],
   rateLimit: ['rate_limit', 'float8'],
   rateBurst: ['rate_burst', 'int'],
+  groupRateLimit: ['group_rate_limit', 'float8'],
+  groupRateBurst: ['group_rate_burst', 'int'],
+  maxWait: ['max_wait', 'interval'],
+  maxPending: ['max_pending', 'int'],
+  groupMaxPending: ['group_max_pending', 'int'],
+  fairShareHalfLife: ['fair_share_half_life', 'interval'],
 };
 
 const FINISHED = new Set(['succeeded', 'dead', 'cancelled']);
@@ -58,7 +64,8 @@ function idList(ids, what) {
 
 /** The SQL parameters of jq_enqueue for one job. */
 function enqueueParams(queue, payload, options = {}) {
-  checkOptions(options, ['priority', 'runAt', 'maxAttempts', 'idempotencyKey', 'groupKey', 'dependsOn', 'client'], 'enqueue');
+  checkOptions(options, ['priority', 'runAt', 'maxAttempts', 'idempotencyKey', 'groupKey', 'dependsOn',
+    'debounceKey', 'debounce', 'debounceMaxWait', 'startBy', 'cost', 'client'], 'enqueue');
   return [
     queue,
     JSON.stringify(payload),
@@ -68,6 +75,11 @@ function enqueueParams(queue, payload, options = {}) {
     options.idempotencyKey ?? null,
     idList(options.dependsOn, 'dependsOn'),
     options.groupKey ?? null,
+    options.debounceKey ?? null,
+    interval(options.debounce),
+    interval(options.debounceMaxWait),
+    runAtDate(options.startBy),
+    options.cost ?? null,
   ];
 }
 
@@ -177,11 +189,20 @@ class Client {
 
   // -- producers ------------------------------------------------------------
 
-  /** Add one job; resolves to its id (a Number).  jq_enqueue. */
+  /**
+   * Add one job; resolves to its id (a Number).  jq_enqueue.  debounceKey:
+   * replace the pending, never claimed job of this key (its id comes
+   * back), moved to now + debounce seconds but never past the key's first
+   * call + debounceMaxWait; startBy (a Date, or seconds from now): not
+   * claimed by then, the job never runs; cost: its declared cost for fair
+   * share.  Beyond the queue's max_pending the server refuses with 53400.
+   */
   async enqueue(queue, payload, options = {}) {
     const r = await this._one(
       'SELECT jobqueue.jq_enqueue($1, $2::jsonb, priority => $3, run_at => $4, ' +
-        'max_attempts => $5, idempotency_key => $6, depends_on => $7::bigint[], group_key => $8) AS id',
+        'max_attempts => $5, idempotency_key => $6, depends_on => $7::bigint[], group_key => $8, ' +
+        'debounce_key => $9, debounce => $10::interval, debounce_max_wait => $11::interval, ' +
+        'start_by => $12::timestamptz, cost => $13::float8) AS id',
       enqueueParams(queue, payload, options),
       options,
     );
@@ -191,14 +212,16 @@ class Client {
   /**
    * Add one job per payload in one statement; resolves to the ids in order.
    * jq_enqueue_many: priority, runAt and dependsOn are the same for every
-   * job; groupKeys has one group key (or null) per payload.
+   * job, as are startBy and cost; groupKeys has one group key (or null) per
+   * payload.  All or none under the queue's admission limits.
    */
   async enqueueMany(queue, payloads, options = {}) {
-    checkOptions(options, ['priority', 'runAt', 'dependsOn', 'groupKeys', 'client'], 'enqueueMany');
+    checkOptions(options, ['priority', 'runAt', 'dependsOn', 'groupKeys', 'startBy', 'cost', 'client'], 'enqueueMany');
     if (options.groupKeys != null && !Array.isArray(options.groupKeys)) throw new TypeError('groupKeys: an array, one per payload');
     const res = await this._db(options).query(
       'SELECT id FROM jobqueue.jq_enqueue_many($1, $2::jsonb[], priority => $3, run_at => $4, ' +
-        'depends_on => $5::bigint[], group_keys => $6::text[]) AS id',
+        'depends_on => $5::bigint[], group_keys => $6::text[], start_by => $7::timestamptz, ' +
+        'cost => $8::float8) AS id',
       [
         queue,
         payloads.map((p) => JSON.stringify(p)),
@@ -206,6 +229,8 @@ class Client {
         runAtDate(options.runAt),
         idList(options.dependsOn, 'dependsOn'),
         options.groupKeys ?? null,
+        runAtDate(options.startBy),
+        options.cost ?? null,
       ],
     );
     return res.rows.map((r) => Number(r.id));

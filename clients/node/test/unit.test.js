@@ -124,8 +124,11 @@ test('enqueue parameters', () => {
   const p = enqueueParams('emails', { to: 'a' }, { priority: 5, runAt: 60, maxAttempts: 2, idempotencyKey: 'k' });
   assert.deepEqual([p[0], p[1], p[2], p[4], p[5]], ['emails', '{"to":"a"}', 5, 2, 'k']);
   assert.ok(Math.abs(p[3].getTime() - (now + 60000)) < 5000);
-  assert.deepEqual(enqueueParams('q', 1).slice(2), [0, null, null, null, null, null]);
-  assert.deepEqual(enqueueParams('q', 1, { dependsOn: [3, '4'], groupKey: 'g' }).slice(6), [['3', '4'], 'g']);
+  assert.deepEqual(enqueueParams('q', 1).slice(2), [0, null, null, null, null, null, null, null, null, null, null]);
+  assert.deepEqual(enqueueParams('q', 1, { dependsOn: [3, '4'], groupKey: 'g' }).slice(6, 8), [['3', '4'], 'g']);
+  const c = enqueueParams('q', 1, { debounceKey: 'd', debounce: 5, debounceMaxWait: 60, startBy: 120, cost: 1.5 });
+  assert.deepEqual([c[8], c[9], c[10], c[12]], ['d', '5 seconds', '60 seconds', 1.5]);
+  assert.ok(Math.abs(c[11].getTime() - (Date.now() + 120000)) < 5000);
   assert.throws(() => enqueueParams('q', 1, { prio: 1 }), TypeError);
   assert.throws(() => enqueueParams('q', 1, { dependsOn: 3 }), TypeError);
   const d = new Date('2030-01-01T00:00:00Z');

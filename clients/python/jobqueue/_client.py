@@ -16,11 +16,14 @@ from ._errors import JobNotFound
 # jobqueue.jq_* functions are called: the extension does the work.
 _ENQUEUE = (
     "SELECT jobqueue.jq_enqueue(%s, %s, priority => %s, run_at => %s, "
-    "max_attempts => %s, idempotency_key => %s, depends_on => %s::bigint[], group_key => %s)"
+    "max_attempts => %s, idempotency_key => %s, depends_on => %s::bigint[], group_key => %s, "
+    "debounce_key => %s, debounce => %s, debounce_max_wait => %s, start_by => %s, "
+    "cost => %s::float8)"
 )
 _ENQUEUE_MANY = (
     "SELECT id FROM jobqueue.jq_enqueue_many(%s, %s::jsonb[], "
-    "priority => %s, run_at => %s, depends_on => %s::bigint[], group_keys => %s::text[]) AS id"
+    "priority => %s, run_at => %s, depends_on => %s::bigint[], group_keys => %s::text[], "
+    "start_by => %s, cost => %s::float8) AS id"
 )
 _JOB_COLUMNS = ("id, queue_name, status::text, attempt, max_attempts, priority, result, progress, "
                 "last_error_code, errors, created_at, available_at, started_at, finished_at, "
@@ -42,6 +45,8 @@ _QUEUE_ARGS = {
     "notify": None, "notify_finished": None, "group_concurrency": None,
     "group_ordered": None, "fairness": None, "priority_aging": "interval",
     "rate_limit": None, "rate_burst": None,
+    "group_rate_limit": None, "group_rate_burst": None, "max_wait": "interval",
+    "max_pending": None, "group_max_pending": None, "fair_share_half_life": "interval",
 }
 _CREATE_ONLY_NOT = {"notify"}     # jq_alter_queue only
 _SCHEDULE_OPTIONS = ("timezone", "priority", "catch_up", "enabled")
@@ -86,10 +91,13 @@ def _ids(depends_on):
 
 
 def enqueue_args(queue, payload, priority=0, run_at=None, max_attempts=None,
-                 idempotency_key=None, depends_on=None, group_key=None):
-    """The parameters of jq_enqueue for one job (run_at may be seconds from now)."""
+                 idempotency_key=None, depends_on=None, group_key=None, debounce_key=None,
+                 debounce=None, debounce_max_wait=None, start_by=None, cost=None):
+    """The parameters of jq_enqueue for one job (run_at and start_by may be
+    seconds from now, debounce and debounce_max_wait seconds)."""
     return (queue, Jsonb(payload), priority, _when(run_at), max_attempts, idempotency_key,
-            _ids(depends_on), group_key)
+            _ids(depends_on), group_key, debounce_key, _interval(debounce),
+            _interval(debounce_max_wait), _when(start_by), cost)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,27 +182,37 @@ class Client:
     # -- producers ---------------------------------------------------------
 
     def enqueue(self, queue, payload, *, priority=0, run_at=None, max_attempts=None,
-                idempotency_key=None, group_key=None, depends_on=None, conn=None):
+                idempotency_key=None, group_key=None, depends_on=None, debounce_key=None,
+                debounce=None, debounce_max_wait=None, start_by=None, cost=None, conn=None):
         """Add one job; returns its id (the existing job's id for a known
         idempotency_key).  run_at: a datetime, or seconds from now.
         depends_on: job ids (or one id) that must succeed first.
-        group_key: the job's group (ordering policies)."""
+        group_key: the job's group (ordering policies).
+        debounce_key: replace the pending, never claimed job of this key
+        (its id is returned), moved to now + debounce (seconds or a
+        timedelta) but never past the key's first call + debounce_max_wait.
+        start_by: a datetime, or seconds from now: not claimed by then, the
+        job never runs (cancelled, EXPIRED).  cost: the job's declared cost
+        for fair share.  Beyond the queue's max_pending or group_max_pending:
+        psycopg.errors.ConfigurationLimitExceeded (SQLSTATE 53400)."""
         return self._one(conn, _ENQUEUE, enqueue_args(
             queue, payload, priority, run_at, max_attempts, idempotency_key, depends_on,
-            group_key))
+            group_key, debounce_key, debounce, debounce_max_wait, start_by, cost))
 
     def enqueue_many(self, queue, payloads, *, priority=0, run_at=None, depends_on=None,
-                     group_keys=None, conn=None):
+                     group_keys=None, start_by=None, cost=None, conn=None):
         """Add one job per payload in one statement; returns the ids in
-        order.  priority, run_at and depends_on are the same for every job;
-        group_keys has one group key (or None) per payload."""
+        order.  priority, run_at, depends_on, start_by and cost are the same
+        for every job; group_keys has one group key (or None) per payload.
+        All or none: a batch beyond the queue's limits raises
+        psycopg.errors.ConfigurationLimitExceeded (53400)."""
         payloads = list(payloads)
         if group_keys is not None:
             group_keys = list(group_keys)
             if len(group_keys) != len(payloads):
                 raise ValueError("group_keys: one per payload")
         params = (queue, [Jsonb(p) for p in payloads], priority, _when(run_at),
-                  _ids(depends_on), group_keys)
+                  _ids(depends_on), group_keys, _when(start_by), cost)
         return [r[0] for r in self._run(conn, _ENQUEUE_MANY, params)]
 
     # -- queues ------------------------------------------------------------

@@ -69,11 +69,16 @@ def test_backoff_doubles_up_to_cap_with_jitter():
 
 
 def test_enqueue_args():
-    q, payload, prio, run_at, max_attempts, key, deps, group = enqueue_args(
+    (q, payload, prio, run_at, max_attempts, key, deps, group, dkey, debounce, max_wait,
+     start_by, cost) = enqueue_args(
         "emails", {"to": "a"}, priority=5, run_at=60, max_attempts=2, idempotency_key="k",
-        depends_on=7, group_key="g")
-    assert (q, payload.obj, prio, max_attempts, key, deps, group) == (
-        "emails", {"to": "a"}, 5, 2, "k", [7], "g")
+        depends_on=7, group_key="g", debounce_key="d", debounce=5, debounce_max_wait=60,
+        start_by=120, cost=1.5)
+    assert (q, payload.obj, prio, max_attempts, key, deps, group, dkey, cost) == (
+        "emails", {"to": "a"}, 5, 2, "k", [7], "g", "d", 1.5)
+    assert debounce == datetime.timedelta(seconds=5)
+    assert max_wait == datetime.timedelta(seconds=60)
+    assert 115 < (start_by - datetime.datetime.now(datetime.timezone.utc)).total_seconds() <= 120
     delta = run_at - datetime.datetime.now(datetime.timezone.utc)
     assert 55 < delta.total_seconds() <= 60
     when = datetime.datetime(2030, 1, 1, tzinfo=datetime.timezone.utc)
