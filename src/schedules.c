@@ -347,9 +347,10 @@ jq_schedules_batch(TimestampTz now, bool *more)
 		values[2] = PointerGetDatum(construct_array(q_priorities, nq, INT4OID, 4, true, TYPALIGN_INT));
 		values[3] = PointerGetDatum(construct_array(q_keys, nq, TEXTOID, -1, false, TYPALIGN_INT));
 		values[4] = TimestampTzGetDatum(now);
-		jq_execute(JQ_PLAN_SCHEDULE_ENQUEUE, values, NULL, SPI_OK_INSERT_RETURNING);
-		enqueued = (int64) jq_note_outcome(JQ_TR_ENQUEUE, 0, NULL, NULL, NULL);
-		/* runs are not refused, but the admission bounds recount (controls.c) */
+		/*
+		 * Runs are not refused, but the admission bounds of their queues
+		 * recount (controls.c), taken first as producers take them
+		 */
 		for (int k = 0; k < nq; k++)
 		{
 			char	   *qname = TextDatumGetCString(q_queues[k]);
@@ -358,6 +359,8 @@ jq_schedules_batch(TimestampTz now, bool *more)
 			if (settings->exists && jq_queue_admits(settings))
 				jq_admission_forget(qname);
 		}
+		jq_execute(JQ_PLAN_SCHEDULE_ENQUEUE, values, NULL, SPI_OK_INSERT_RETURNING);
+		enqueued = (int64) jq_note_outcome(JQ_TR_ENQUEUE, 0, NULL, NULL, NULL);
 	}
 
 	/* the advance: last_job_id is left to a lookup by key when needed */
