@@ -1209,6 +1209,66 @@ CREATE CONSTRAINT TRIGGER job_dependencies_settle
 CREATE INDEX jobs_dead_code_idx ON jobqueue.jobs (queue_name, last_error_code, id)
 	WHERE status = 'dead';
 
+------------------------------------------------------------------------------
+-- Controls: fair share charged by use
+------------------------------------------------------------------------------
+
+/*
+ * The fair-share usage of a group: seconds of finished attempts (run time
+ * from claim to end, or the job's declared cost), decayed with the queue's
+ * fair_share_half_life, as of usage_epoch (Unix epoch seconds).  Charged by
+ * the group trigger in the transaction that ends the attempt, in queues
+ * with fairness 'fair_share' only; read decayed to now, so the decay needs
+ * no sweep over the rows.  The running jobs' use so far is read from the
+ * jobs by the claim.
+ */
+ALTER TABLE jobqueue.groups
+	ADD COLUMN usage double precision NOT NULL DEFAULT 0
+		CONSTRAINT groups_usage_valid CHECK (usage >= 0),
+	ADD COLUMN usage_epoch double precision NOT NULL DEFAULT 0;
+COMMENT ON COLUMN jobqueue.groups.usage IS
+	'fair share: seconds charged to the group, decayed to usage_epoch';
+COMMENT ON COLUMN jobqueue.groups.usage_epoch IS
+	'fair share: when usage was last charged, in seconds since the Unix epoch';
+
+-- jq_group_stats gets each group's usage and share: made again, with the
+-- rights it had
+ALTER FUNCTION jobqueue.jq_group_stats(text) RENAME TO jq_group_stats_1_3;
+CREATE FUNCTION jobqueue.jq_group_stats(
+	queue_name text,
+	OUT group_key text,
+	OUT ready bigint,
+	OUT running bigint,
+	OUT scheduled bigint,
+	OUT dead bigint,
+	OUT blocked boolean,
+	OUT oldest_ready_age interval,
+	OUT usage double precision,
+	OUT share double precision)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'jq_group_stats'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION jobqueue.jq_group_stats(text) IS
+	'per group of a queue with unfinished jobs: ready, running, scheduled and dead jobs, blocked, the oldest ready job''s wait; under fair share the usage charged and the share of it';
+REVOKE ALL ON FUNCTION jobqueue.jq_group_stats(text) FROM PUBLIC;
+DO $$
+DECLARE
+	r record;
+BEGIN
+	FOR r IN
+		SELECT a.grantee::pg_catalog.regrole AS grantee
+		FROM pg_catalog.pg_proc p
+		CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+		WHERE p.oid = 'jobqueue.jq_group_stats_1_3(text)'::pg_catalog.regprocedure
+		  AND a.privilege_type = 'EXECUTE' AND a.grantee <> 0 AND a.grantee <> p.proowner
+	LOOP
+		EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s',
+			'jobqueue.jq_group_stats(text)', r.grantee);
+	END LOOP;
+END
+$$;
+DROP FUNCTION jobqueue.jq_group_stats_1_3(text);
+
 -- The sets of rights of 1.4: every function a producer, a worker, an admin
 -- or a monitor may call (jq_grant_* and the upgrade's grants read this).
 CREATE OR REPLACE FUNCTION jobqueue.jq_role_functions(kind text)

@@ -11,7 +11,8 @@
  * is decided by the queue's policy, read from the backend's cache of queue
  * settings (queuecache.c): a queue without any runs JQ_PLAN_CLAIM_PLAIN,
  * which reads the jobs table only; aging alone JQ_PLAN_CLAIM_AGED; strict
- * order per group JQ_PLAN_CLAIM_ORDERED; any other group policy
+ * order per group JQ_PLAN_CLAIM_ORDERED; fair share JQ_PLAN_CLAIM_FAIR;
+ * any other group policy
  * JQ_PLAN_CLAIM_GROUPS (see ordering.c for why their limits hold).  A
  * policy change takes effect for the claims that start after it commits.
  *
@@ -38,7 +39,8 @@ typedef enum JqClaimKind
 	JQ_CLAIM_AGED,
 	JQ_CLAIM_GROUPS,
 	JQ_CLAIM_ORDERED,
-	JQ_CLAIM_DEADLINE			/* fairness 'deadline' without a group policy */
+	JQ_CLAIM_DEADLINE,			/* fairness 'deadline' without a group policy */
+	JQ_CLAIM_FAIR
 } JqClaimKind;
 
 /* The rotation cursor of a queue's group claims, in this backend */
@@ -103,6 +105,8 @@ jq_settings_claim_kind(const JqQueueSettings *settings)
 {
 	if (settings->ordered)
 		return JQ_CLAIM_ORDERED;
+	if (settings->fair_share)
+		return JQ_CLAIM_FAIR;
 	if (settings->group_policy)
 		return JQ_CLAIM_GROUPS;
 	if (settings->deadline)
@@ -142,6 +146,8 @@ jq_claim_plan_of(const char *queue_name)
 			return JQ_PLAN_CLAIM_GROUPS;
 		case JQ_CLAIM_ORDERED:
 			return JQ_PLAN_CLAIM_ORDERED;
+		case JQ_CLAIM_FAIR:
+			return JQ_PLAN_CLAIM_FAIR;
 		case JQ_CLAIM_AGED:
 			return JQ_PLAN_CLAIM_AGED;
 		case JQ_CLAIM_DEADLINE:
@@ -239,6 +245,25 @@ jq_claim_plain(Datum *values, bool deadline)
 }
 
 /*
+ * The claim of a fair-share queue (JQ_PLAN_CLAIM_FAIR): the groups in order
+ * of their usage per weight at now, which the statement gets also as Unix
+ * epoch seconds (the unit of jobqueue.groups.usage_epoch).  No rotation
+ * cursor: the order comes from the usage.
+ */
+static void
+jq_claim_fair(Datum *values, const char *nulls)
+{
+	Datum		fvalues[6];
+	char		fnulls[6];
+
+	memcpy(fvalues, values, 5 * sizeof(Datum));
+	memcpy(fnulls, nulls, 5);
+	fvalues[5] = Float8GetDatum(jq_epoch_seconds(DatumGetTimestampTz(values[4])));
+	fnulls[5] = JQ_NOTNULL;
+	jq_execute(JQ_PLAN_CLAIM_FAIR, fvalues, fnulls, SPI_OK_SELECT);
+}
+
+/*
  * Run the claim statement of kind with jq_claim's parameters (values and
  * nulls: queue, n, owner, lease, now); the group claims also get the
  * backend's rotation cursor, and move it to the last group served.
@@ -275,6 +300,9 @@ jq_claim_run(JqClaimKind kind, const JqQueueSettings *settings,
 		case JQ_CLAIM_ORDERED:
 			plan = JQ_PLAN_CLAIM_ORDERED;
 			break;
+		case JQ_CLAIM_FAIR:
+			jq_claim_fair(values, nulls);
+			return;
 	}
 
 	/*

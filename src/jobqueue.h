@@ -117,6 +117,7 @@ typedef enum JqPlanId
 	JQ_PLAN_GROUPS_REPAIR,
 	JQ_PLAN_GROUPS_PRUNE_LOCK,
 	JQ_PLAN_GROUPS_PRUNE,
+	JQ_PLAN_CLAIM_FAIR,
 	JQ_PLAN_ROTATION_READ,
 	JQ_PLAN_ROTATION_MOVE,
 	/* schedules and rate limits (schedules.c, lifecycle.c) */
@@ -276,6 +277,7 @@ extern bool jq_ordering_installed(void);
 extern void jq_ordering_set_policy(FunctionCallInfo fcinfo, int argno,
 								   const char *queue_name, bool alter);
 extern int64 jq_groups_repair(const char *queue_name);
+extern double jq_epoch_seconds(TimestampTz t);
 #define JQ_AGED_PRIORITY_LIMIT	1000
 extern void jq_check_aged_priority(const char *queue_name, int32 priority);
 
@@ -298,6 +300,8 @@ typedef struct JqQueueSettings
 	Interval	max_wait;
 	int32		max_pending;	/* 0: none */
 	int32		group_max_pending;	/* 0: none */
+	bool		fair_share;		/* fairness = 'fair_share' */
+	double		half_life_secs; /* fair_share_half_life, in seconds */
 } JqQueueSettings;
 
 extern const JqQueueSettings *jq_queue_settings(const char *queue_name);

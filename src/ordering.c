@@ -164,7 +164,41 @@ jq_tuple_status(HeapTuple tup, TupleDesc tupdesc, int status_attno,
 }
 
 /*
- * Add delta to the running jobs of (queue, group), creating its row.  A
+ * What an attempt that leaves running costs its group under fair share, in
+ * seconds: the job's declared cost, else its run time from its claim
+ * (started_at) to now.  0 for a job without a start (never claimed).
+ */
+static double
+jq_attempt_charge(HeapTuple tup, TupleDesc tupdesc)
+{
+	int			attno;
+	bool		isnull;
+	Datum		d;
+	TimestampTz started;
+	TimestampTz now;
+
+	attno = SPI_fnumber(tupdesc, "cost");
+	if (attno > 0)
+	{
+		d = SPI_getbinval(tup, tupdesc, attno, &isnull);
+		if (!isnull)
+			return DatumGetFloat8(d);
+	}
+	attno = SPI_fnumber(tupdesc, "started_at");
+	if (attno <= 0)
+		return 0;
+	d = SPI_getbinval(tup, tupdesc, attno, &isnull);
+	if (isnull)
+		return 0;
+	started = DatumGetTimestampTz(d);
+	now = GetCurrentTimestamp();
+	return now > started ? (double) (now - started) / USECS_PER_SEC : 0;
+}
+
+/*
+ * Add delta to the running jobs of (queue, group), creating its row, and
+ * charge charge seconds to its fair-share usage when the queue has
+ * fairness 'fair_share' (decaying what it had, JQ_PLAN_GROUP_ADD).  A
  * move into or out of running is an UPDATE of the row (it exists: its
  * job's insert or its move to pending made or held it), which locks it
  * until the end of the transaction; a job entering a group in a state
@@ -174,9 +208,9 @@ jq_tuple_status(HeapTuple tup, TupleDesc tupdesc, int status_attno,
  * Connected to SPI.
  */
 static void
-jq_group_apply(Datum queue, Datum group, int delta)
+jq_group_apply(Datum queue, Datum group, int delta, double charge)
 {
-	Datum		values[3];
+	Datum		values[6];
 
 	values[0] = queue;
 	values[1] = group;
@@ -192,11 +226,35 @@ jq_group_apply(Datum queue, Datum group, int delta)
 	}
 	else
 	{
+		double		half_life = 3600;
+
+		if (charge > 0)
+		{
+			char	   *queue_name = TextDatumGetCString(queue);
+			const JqQueueSettings *settings = jq_queue_settings(queue_name);
+
+			if (settings->exists && settings->fair_share)
+				half_life = settings->half_life_secs;
+			else
+				charge = 0;
+			pfree(queue_name);
+		}
+		values[3] = Float8GetDatum(charge > 0 ? charge : 0);
+		values[4] = Float8GetDatum(jq_epoch_seconds(GetCurrentTimestamp()));
+		values[5] = Float8GetDatum(half_life);
 		/* the row exists unless the group's first job came in running */
 		jq_execute(JQ_PLAN_GROUP_ADD, values, NULL, SPI_OK_UPDATE);
 		if (SPI_processed == 0)
 			jq_execute(JQ_PLAN_GROUP_COUNT, values, NULL, SPI_OK_INSERT);
 	}
+}
+
+/* A time as seconds since the Unix epoch (the unit of groups.usage_epoch) */
+double
+jq_epoch_seconds(TimestampTz t)
+{
+	return (double) t / USECS_PER_SEC +
+		((double) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY);
 }
 
 /*
@@ -217,6 +275,7 @@ typedef struct JqGroupDelta
 	text	   *queue;
 	text	   *group;
 	int			delta;			/* change of running; 0: the row must exist */
+	double		charge;			/* seconds of attempts that left running */
 } JqGroupDelta;
 
 static List *jq_group_deltas = NIL;
@@ -256,6 +315,7 @@ jq_group_flush(bool failed)
 	JqGroupDelta *run = NULL;
 	bool		create = false;
 	int			sum = 0;
+	double		charge = 0;
 
 	if (jq_group_deltas == NIL || jq_statement_depth > 0)
 		return;
@@ -272,20 +332,22 @@ jq_group_flush(bool failed)
 		if (run != NULL && (jq_text_cmp(run->queue, d->queue) != 0 ||
 							jq_text_cmp(run->group, d->group) != 0))
 		{
-			if (sum != 0 || create)
+			if (sum != 0 || create || charge > 0)
 				jq_group_apply(PointerGetDatum(run->queue),
-							   PointerGetDatum(run->group), sum);
+							   PointerGetDatum(run->group), sum, charge);
 			sum = 0;
+			charge = 0;
 			create = false;
 		}
 		run = d;
 		sum += d->delta;
+		charge += d->charge;
 		if (d->delta == 0)
 			create = true;
 	}
-	if (run != NULL && (sum != 0 || create))
+	if (run != NULL && (sum != 0 || create || charge > 0))
 		jq_group_apply(PointerGetDatum(run->queue), PointerGetDatum(run->group),
-					   sum);
+					   sum, charge);
 	jq_spi_finish();
 	foreach(lc, deltas)
 	{
@@ -304,7 +366,7 @@ jq_group_flush(bool failed)
  * administrative statements).
  */
 static void
-jq_group_add(Datum queue, Datum group, int delta)
+jq_group_add(Datum queue, Datum group, int delta, double charge)
 {
 	if (jq_statement_depth > 0)
 	{
@@ -314,13 +376,14 @@ jq_group_add(Datum queue, Datum group, int delta)
 		d->queue = DatumGetTextPCopy(queue);
 		d->group = DatumGetTextPCopy(group);
 		d->delta = delta;
+		d->charge = charge;
 		jq_group_deltas = lappend(jq_group_deltas, d);
 		MemoryContextSwitchTo(oldcontext);
 		jq_after_statement_hook = jq_group_flush;
 		return;
 	}
 	jq_spi_connect();
-	jq_group_apply(queue, group, delta);
+	jq_group_apply(queue, group, delta, charge);
 	jq_spi_finish();
 }
 
@@ -432,7 +495,8 @@ jq_group_count(PG_FUNCTION_ARGS)
 		datumIsEqual(old_group, new_group, false, -1))
 	{
 		if (old_running != new_running)
-			jq_group_add(new_queue, new_group, new_running ? 1 : -1);
+			jq_group_add(new_queue, new_group, new_running ? 1 : -1,
+						 old_running ? jq_attempt_charge(oldtup, tupdesc) : 0);
 		else if (new_pending && !old_pending)
 		{
 			/*
@@ -440,7 +504,7 @@ jq_group_count(PG_FUNCTION_ARGS)
 			 * replayed, retried): its group has a row, whatever happened
 			 * to the table before (a restore without triggers).
 			 */
-			jq_group_add(new_queue, new_group, 0);
+			jq_group_add(new_queue, new_group, 0, 0);
 		}
 		return PointerGetDatum(NULL);
 	}
@@ -449,34 +513,38 @@ jq_group_count(PG_FUNCTION_ARGS)
 	if (!(old_grouped && old_running) && !new_grouped)
 		return PointerGetDatum(NULL);
 	if (old_grouped && old_running)
-		jq_group_add(old_queue, old_group, -1);
+		jq_group_add(old_queue, old_group, -1, jq_attempt_charge(oldtup, tupdesc));
 	if (new_grouped)
-		jq_group_add(new_queue, new_group, new_running ? 1 : 0);
+		jq_group_add(new_queue, new_group, new_running ? 1 : 0, 0);
 
 	return PointerGetDatum(NULL);
 }
 
 /*
  * jq_group_stats(queue_name) returns setof (group_key, ready, running,
- * scheduled, dead, blocked, oldest_ready_age)
+ * scheduled, dead, blocked, oldest_ready_age, usage, share)
  *
  * One row per group of the queue that has unfinished jobs.  blocked: the
  * queue is strictly ordered and the group's oldest unfinished job is dead,
- * so nothing of the group runs until it is replayed or cancelled.
+ * so nothing of the group runs until it is replayed or cancelled.  usage
+ * and share (fair-share queues only, NULL otherwise): the group's charged
+ * seconds as the claim sees them, and its part of the listed groups'.
  */
 Datum
 jq_group_stats(PG_FUNCTION_ARGS)
 {
 	char	   *queue_name = jq_arg_queue_name(fcinfo, 0);
-	Datum		values[2];
+	Datum		values[3];
 	TupleDesc	tupdesc;
 	Tuplestorestate *tupstore;
 	uint64		i;
+	TimestampTz now = GetCurrentTimestamp();
 
 	tupstore = jq_srf_init(fcinfo, &tupdesc);
 
 	values[0] = CStringGetTextDatum(queue_name);
-	values[1] = TimestampTzGetDatum(GetCurrentTimestamp());
+	values[1] = TimestampTzGetDatum(now);
+	values[2] = Float8GetDatum(jq_epoch_seconds(now));
 
 	jq_spi_connect();
 	if (!jq_queue_settings(queue_name)->exists)
@@ -484,11 +552,12 @@ jq_group_stats(PG_FUNCTION_ARGS)
 	jq_execute(JQ_PLAN_GROUP_STATS, values, NULL, SPI_OK_SELECT);
 	for (i = 0; i < SPI_processed; i++)
 	{
-		Datum		row[7];
-		bool		nulls[7];
+		Datum		row[9];
+		bool		nulls[9];
 		int			col;
 
-		for (col = 0; col < 7; col++)
+		/* usage and share when the SQL definition has them (1.4) */
+		for (col = 0; col < 9 && col < tupdesc->natts; col++)
 			row[col] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
 									 col + 1, &nulls[col]);
 		/* the tuplestore copies the values out of SPI memory */

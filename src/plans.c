@@ -437,6 +437,32 @@
  * the group's jobs, never a hash of the queue's).  The group of the jobs
  * without a group ('') has neither limit nor order.
  */
+/*
+ * Fair share: the usage of group row G (seconds, as of G.usage_epoch)
+ * decayed to NOW (epoch seconds) with half-life HL (seconds): usage *
+ * 2^(-(NOW - usage_epoch) / HL).  Past 60 half-lives it is 0 (and power()
+ * never underflows).  Immutable arithmetic only, operators qualified: it
+ * runs in the trigger's statement under any search_path.
+ */
+#define JQ_DECAYED_USAGE_SQL(G, NOW, HL) \
+	"(CASE WHEN (" G ".usage_epoch OPERATOR(pg_catalog.-) " NOW ") " \
+	"           OPERATOR(pg_catalog./) " HL " OPERATOR(pg_catalog.<) -60::float8 THEN 0::float8 " \
+	"      ELSE " G ".usage OPERATOR(pg_catalog.*) pg_catalog.power(2::float8, " \
+	"           LEAST(" G ".usage_epoch OPERATOR(pg_catalog.-) " NOW ", 0::float8) " \
+	"           OPERATOR(pg_catalog./) " HL ") END)"
+
+/*
+ * Fair share: what the running jobs of group G of queue $1 have used so
+ * far at NOW (a timestamptz): each its declared cost, else its time since
+ * its claim.  Read only for a group with running jobs.
+ */
+#define JQ_RUNNING_USAGE_SQL(G, NOW) \
+	"CASE WHEN " G ".running > 0 THEN (" \
+	"  SELECT COALESCE(pg_catalog.sum(COALESCE(rj.cost, " \
+	"           GREATEST(pg_catalog.date_part('epoch', " NOW " - rj.started_at), 0))), 0) " \
+	"  FROM jobqueue.jobs rj WHERE rj.queue_name = $1 AND rj.group_key = " G ".group_key " \
+	"    AND rj.status = 'running') ELSE 0 END"
+
 #define JQ_GROUP_ADMISSIBLE_SQL \
 	"(gr.group_key = '' OR o.lim IS NULL OR gr.running < o.lim) " \
 	"AND (gr.group_key = '' OR NOT q.ordered OR gr.running = 0) " \
@@ -1376,7 +1402,8 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"q.max_attempts, q.notify, q.fairness = 'round_robin', "
 		"q.fairness = 'deadline', q.max_wait IS NOT NULL, "
 		"COALESCE(q.max_wait, interval '0'), COALESCE(q.max_pending, 0), "
-		"COALESCE(q.group_max_pending, 0) "
+		"COALESCE(q.group_max_pending, 0), "
+		"q.fairness = 'fair_share', pg_catalog.date_part('epoch', q.fair_share_half_life) "
 		"FROM jobqueue.queues q WHERE q.queue_name = $1",
 		1, {TEXTOID},
 		.name = "queue settings", .read_only = true
@@ -1495,6 +1522,69 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		.name = "claim groups"
 	},
 	/*
+	 * JQ_PLAN_CLAIM_FAIR: $1 queue, $2 n, $3 owner, $4 lease expiry, $5 now, $6 now
+	 * as Unix epoch seconds; the claim of a queue with fairness
+	 * 'fair_share' (and no strict order).
+	 *
+	 * f: every group with ready jobs that may start one (the walk k0 over
+	 * the groups with pending jobs, read in the snapshot, no lock), with
+	 * its limit (override or default) and its charged usage per weight:
+	 * its decayed usage (jobqueue.groups, charged by the trigger when an
+	 * attempt ends) plus its running jobs' use so far, divided by its
+	 * weight (jobqueue.group_limits, default 1); smallest first, then by
+	 * key.  g0: the first n of them whose row can be locked (FOR UPDATE
+	 * SKIP LOCKED, the conditions rechecked on the newest version, as in
+	 * JQ_GROUP_BRANCH_SQL): a group another claim is serving is skipped,
+	 * the next one in usage order is taken.  From there as
+	 * JQ_PLAN_CLAIM_GROUPS with round_robin's shares: one job per group in
+	 * turn, groups in usage order, at most ceil(n / groups) each.
+	 */
+	[JQ_PLAN_CLAIM_FAIR] = {
+		"WITH RECURSIVE q AS (SELECT q.lease_duration, q.max_runtime, q.group_concurrency AS lim, "
+		"             false AS ordered, true AS rr, "
+		"             pg_catalog.date_part('epoch', q.priority_aging) AS aging, "
+		"             pg_catalog.date_part('epoch', q.fair_share_half_life) AS hl "
+		"           FROM jobqueue.queues q WHERE q.queue_name = $1 AND NOT q.paused "
+		"             AND q.fairness = 'fair_share' AND NOT q.group_ordered), "
+		JQ_GROUP_KEYS_SQL("k0", "true", "true") ", "
+		"f AS (SELECT gr.group_key, o.lim, "
+		"        (" JQ_DECAYED_USAGE_SQL("gr", "$6", "q.hl") " + " JQ_RUNNING_USAGE_SQL("gr", "$5") ") "
+		"          / o.w AS share "
+		"      FROM k0 k JOIN jobqueue.groups gr ON gr.queue_name = $1 AND gr.group_key = k.key "
+		"      CROSS JOIN q CROSS JOIN LATERAL ("
+		"        SELECT COALESCE(gl.concurrency, q.lim) AS lim, COALESCE(gl.weight, 1) AS w "
+		"        FROM (SELECT) one LEFT JOIN jobqueue.group_limits gl "
+		"          ON gl.queue_name = $1 AND gl.group_key = k.key) o "
+		"      WHERE k.key IS NOT NULL AND " JQ_GROUP_ADMISSIBLE_SQL " "
+		"      ORDER BY share, gr.group_key), "
+		"g0 AS (SELECT s.group_key, s.running, s.lim, pg_catalog.row_number() OVER () AS pos "
+		"       FROM (SELECT b.group_key, b.running, b.lim FROM f CROSS JOIN LATERAL ("
+		"               SELECT gr.group_key, gr.running, o.lim "
+		"               FROM jobqueue.groups gr, q, LATERAL (SELECT f.lim AS lim) o "
+		"               WHERE gr.queue_name = $1 AND gr.group_key = f.group_key "
+		"                 AND " JQ_GROUP_ADMISSIBLE_SQL " "
+		"               FOR NO KEY UPDATE OF gr SKIP LOCKED) b LIMIT $2) s), "
+		"g AS (SELECT g0.group_key, g0.pos, false AS head_only, "
+		"        LEAST($2::bigint, "
+		"          CASE WHEN g0.group_key <> '' AND g0.lim IS NOT NULL "
+		"               THEN g0.lim - g0.running ELSE $2 END, "
+		"          " JQ_RR_SHARE_SQL ") AS cap "
+		"      " JQ_GROUPS_COUNTED_SQL "), "
+		"c AS (SELECT x.id, g.group_key, g.pos, " JQ_GROUP_RANK_SQL " "
+		"      FROM g CROSS JOIN q CROSS JOIN LATERAL ("
+		"        SELECT y.id, y.available_at, y.eff, "
+		"               pg_catalog.row_number() OVER () AS turn "
+		"        FROM (" JQ_GROUP_READY_SQL("true", "g.group_key") ") y) x "
+		"      ORDER BY rank LIMIT $2), "
+		"l AS (SELECT j.id FROM jobqueue.jobs j "
+		"      WHERE j.queue_name = $1 AND j.id = ANY (ARRAY(SELECT c.id FROM c)) "
+		"        AND j.status = 'pending' "
+		"      FOR NO KEY UPDATE OF j SKIP LOCKED), "
+		JQ_GROUP_LEASE_SQL("SELECT l.id FROM l"),
+		6, {TEXTOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, FLOAT8OID},
+		.name = "claim fair"
+	},
+	/*
 	 * JQ_PLAN_CLAIM_ORDERED: $1 queue, $2 n, $3 owner, $4 lease expiry, $5 now, $6
 	 * rotation cursor (as JQ_PLAN_CLAIM_GROUPS); the claim of a strictly
 	 * ordered queue (group_ordered), whatever its fairness and aging.
@@ -1574,7 +1664,10 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	/*
 	 * JQ_PLAN_GROUP_ADD: $1 queue, $2 group, $3 change of its running jobs
 	 * (the trigger jq_group_count, when a job moves into or out of
-	 * running).  The group's row exists but for a job inserted as running
+	 * running), $4 seconds charged to its fair-share usage (0: none, the
+	 * queue has no fair share), $5 now (Unix epoch seconds), $6 the queue's
+	 * fair_share_half_life in seconds: the usage is decayed to now and the
+	 * charge added.  The group's row exists but for a job inserted as running
 	 * before its group had a row: no row back, then JQ_PLAN_GROUP_COUNT.
 	 * An UPDATE: no speculative insertion and no separate row lock record,
 	 * unlike INSERT ... ON CONFLICT DO UPDATE.  Operators qualified, as in
@@ -1582,10 +1675,15 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 */
 	[JQ_PLAN_GROUP_ADD] = {
 		"UPDATE jobqueue.groups gr "
-		"SET running = GREATEST(gr.running OPERATOR(pg_catalog.+) $3, 0) "
+		"SET running = GREATEST(gr.running OPERATOR(pg_catalog.+) $3, 0), "
+		"    usage = CASE WHEN $4 OPERATOR(pg_catalog.>) 0::float8 "
+		"                 THEN " JQ_DECAYED_USAGE_SQL("gr", "$5", "$6") " OPERATOR(pg_catalog.+) $4 "
+		"                 ELSE gr.usage END, "
+		"    usage_epoch = CASE WHEN $4 OPERATOR(pg_catalog.>) 0::float8 "
+		"                       THEN GREATEST(gr.usage_epoch, $5) ELSE gr.usage_epoch END "
 		"WHERE gr.queue_name OPERATOR(pg_catalog.=) $1 "
 		"  AND gr.group_key OPERATOR(pg_catalog.=) $2",
-		3, {TEXTOID, TEXTOID, INT4OID},
+		6, {TEXTOID, TEXTOID, INT4OID, FLOAT8OID, FLOAT8OID, FLOAT8OID},
 		.name = "group add"
 	},
 	/*
@@ -1613,10 +1711,12 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		.name = "group create"
 	},
 	/*
-	 * JQ_PLAN_GROUP_STATS: $1 queue, $2 now.  One row per group with
-	 * pending, running or dead jobs, from the jobs (jobs_group_head_idx),
-	 * not from jobqueue.groups: the cost follows the unfinished jobs; see
-	 * jq_group_stats().
+	 * JQ_PLAN_GROUP_STATS: $1 queue, $2 now, $3 now as Unix epoch
+	 * seconds.  One row per group with pending, running or dead jobs, from
+	 * the jobs (jobs_group_head_idx): the cost follows the unfinished jobs;
+	 * see jq_group_stats().  In a fair-share queue, each group's usage
+	 * (its row of jobqueue.groups, decayed to now, and its running jobs'
+	 * use so far) and its part of the usage of the groups listed.
 	 */
 	[JQ_PLAN_GROUP_STATS] = {
 		"SELECT NULLIF(s.group_key, ''), s.ready, s.running, s.scheduled, s.dead, "
@@ -1625,7 +1725,8 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"         WHERE h.queue_name = $1 AND h.group_key = s.group_key "
 		"           AND h.status IN ('pending', 'running', 'dead') "
 		"         ORDER BY h.id LIMIT 1), false), "
-		"       s.oldest "
+		"       s.oldest, u.usage, "
+		"       u.usage / NULLIF(pg_catalog.sum(u.usage) OVER (), 0) "
 		"FROM jobqueue.queues q CROSS JOIN LATERAL (SELECT j.group_key, "
 		"    pg_catalog.count(*) FILTER (WHERE j.status = 'pending' AND j.available_at <= $2) AS ready, "
 		"    pg_catalog.count(*) FILTER (WHERE j.status = 'running') AS running, "
@@ -1636,9 +1737,15 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"  FROM jobqueue.jobs j WHERE j.queue_name = $1 AND j.group_key IS NOT NULL "
 		"    AND j.status IN ('pending', 'running', 'dead') "
 		"  GROUP BY j.group_key) s "
+		"LEFT JOIN LATERAL (SELECT "
+		"    " JQ_DECAYED_USAGE_SQL("gr", "$3", "pg_catalog.date_part('epoch', q.fair_share_half_life)")
+		"    + " JQ_RUNNING_USAGE_SQL("gr", "$2") " AS usage "
+		"  FROM jobqueue.groups gr "
+		"  WHERE q.fairness = 'fair_share' AND gr.queue_name = $1 AND gr.group_key = s.group_key) u "
+		"  ON true "
 		"WHERE q.queue_name = $1 "
 		"ORDER BY s.group_key",
-		2, {TEXTOID, TIMESTAMPTZOID},
+		3, {TEXTOID, TIMESTAMPTZOID, FLOAT8OID},
 		.name = "group stats", .read_only = true
 	},
 

@@ -282,6 +282,8 @@ jq_queue_settings(const char *queue_name)
 		settings.max_wait = *DatumGetIntervalP(jq_result(0, 12));
 		settings.max_pending = DatumGetInt32(jq_result(0, 13));
 		settings.group_max_pending = DatumGetInt32(jq_result(0, 14));
+		settings.fair_share = jq_result_bool(0, 15);
+		settings.half_life_secs = DatumGetFloat8(jq_result(0, 16));
 	}
 	/* entered only now: an error above leaves no half-filled entry */
 	entry = hash_search(queue_settings, key, HASH_ENTER, &found);
@@ -301,5 +303,7 @@ jq_queue_settings(const char *queue_name)
 	entry->max_wait = settings.max_wait;
 	entry->max_pending = settings.max_pending;
 	entry->group_max_pending = settings.group_max_pending;
+	entry->fair_share = settings.fair_share;
+	entry->half_life_secs = settings.half_life_secs;
 	return entry;
 }

@@ -404,6 +404,42 @@ class Client {
     return this.jobs(queue, { ...options, status: 'dead' });
   }
 
+  // -- groups ---------------------------------------------------------------
+
+  /**
+   * jq_set_group_limit: the overrides of one group of `queue` (options
+   * concurrency, rateLimit, rateBurst, weight; absent or null: the queue's
+   * default); with none of them, the group's overrides are removed.
+   */
+  async setGroupLimit(queue, groupKey, options = {}) {
+    checkOptions(options, ['concurrency', 'rateLimit', 'rateBurst', 'weight', 'client'], 'setGroupLimit');
+    const v = (k) => (options[k] === undefined ? null : options[k]);
+    await this._one(
+      'SELECT jobqueue.jq_set_group_limit($1, $2, concurrency => $3::int, rate_limit => $4::float8, ' +
+        'rate_burst => $5::int, weight => $6::float8) AS ok',
+      [queue, groupKey, v('concurrency'), v('rateLimit'), v('rateBurst'), v('weight')],
+      options,
+    );
+  }
+
+  /** jq_group_limits: the overrides of the groups of `queue` (camelCase, null: the default), by group key. */
+  async groupLimits(queue, options = {}) {
+    const res = await this._db(options).query('SELECT * FROM jobqueue.jq_group_limits($1)', [queue]);
+    return res.rows.map((r) => ({
+      groupKey: r.group_key, concurrency: r.concurrency, rateLimit: r.rate_limit, rateBurst: r.rate_burst, weight: r.weight,
+    }));
+  }
+
+  /** jq_group_stats: the groups of `queue` with unfinished jobs (camelCase); usage and share under fair share. */
+  async groupStats(queue, options = {}) {
+    const res = await this._db(options).query('SELECT * FROM jobqueue.jq_group_stats($1)', [queue]);
+    return res.rows.map((r) => ({
+      groupKey: r.group_key, ready: num(r.ready), running: num(r.running), scheduled: num(r.scheduled),
+      dead: num(r.dead), blocked: r.blocked, oldestReadyAge: r.oldest_ready_age,
+      usage: r.usage === undefined ? null : r.usage, share: r.share === undefined ? null : r.share,
+    }));
+  }
+
   // -- schedules ------------------------------------------------------------
 
   /**

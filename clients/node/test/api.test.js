@@ -203,6 +203,29 @@ test('wait: LISTEN where the queue announces, polling where it does not, a timeo
   }
 });
 
+test('setGroupLimit, groupLimits and groupStats', { skip: noServer }, async () => {
+  const q = await makeQueue('napi', { groupConcurrency: 4 });
+  const client = new Client({ connectionString: DSN });
+  try {
+    await client.setGroupLimit(q, 'a', { concurrency: 1, weight: 2.5 });
+    await client.setGroupLimit(q, 'b', { rateLimit: 3, rateBurst: 5 });
+    assert.deepEqual(await client.groupLimits(q), [
+      { groupKey: 'a', concurrency: 1, rateLimit: null, rateBurst: null, weight: 2.5 },
+      { groupKey: 'b', concurrency: null, rateLimit: 3, rateBurst: 5, weight: null },
+    ]);
+    await client.setGroupLimit(q, 'b');
+    assert.deepEqual((await client.groupLimits(q)).map((g) => g.groupKey), ['a']);
+    await client.enqueueMany(q, [{ i: 0 }, { i: 1 }, { i: 2 }], { groupKeys: ['a', 'a', 'c'] });
+    assert.equal(await q1("SELECT count(*)::int FROM jobqueue.jq_claim($1, 10, 'n')", [q]), 2);
+    const stats = Object.fromEntries((await client.groupStats(q)).map((g) => [g.groupKey, g]));
+    assert.deepEqual([stats.a.ready, stats.a.running, stats.c.running, stats.a.usage], [1, 1, 1, null]);
+    await assert.rejects(client.setGroupLimit(q, 'a', { concurrency: -1 }), { code: '22023' });
+    await assert.rejects(client.setGroupLimit(q, 'a', { limit: 1 }), TypeError);
+  } finally {
+    await client.end();
+  }
+});
+
 test('schedule, schedules and unschedule', { skip: noServer }, async () => {
   const q = await makeQueue();
   const client = new Client({ connectionString: DSN });

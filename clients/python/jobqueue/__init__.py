@@ -9,11 +9,12 @@ a jobqueue.jq_* SQL function of the extension.
 """
 
 from ._backoff import Backoff
-from ._client import FINISHED_CHANNEL, Client, JobInfo, ScheduleInfo, connect
+from ._client import (FINISHED_CHANNEL, Client, GroupLimit, GroupStats, JobInfo, ScheduleInfo,
+                      connect)
 from ._errors import FatalError, JobNotFound, PermanentError, RetryLater, classify, error_kind
 from ._worker import CHANNEL, Job, Worker
 
-__all__ = ["Client", "Worker", "Job", "JobInfo", "ScheduleInfo", "PermanentError", "RetryLater",
+__all__ = ["Client", "Worker", "Job", "JobInfo", "ScheduleInfo", "GroupLimit", "GroupStats", "PermanentError", "RetryLater",
            "FatalError", "JobNotFound", "connect", "classify", "error_kind", "Backoff",
            "CHANNEL", "FINISHED_CHANNEL"]
 __version__ = "1.4.0"

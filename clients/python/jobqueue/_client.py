@@ -142,6 +142,32 @@ class ScheduleInfo:
     payload: dict
 
 
+@dataclasses.dataclass(frozen=True)
+class GroupLimit:
+    """One group's overrides as jq_group_limits returns them (None: the
+    queue's default)."""
+    group_key: str
+    concurrency: int
+    rate_limit: float
+    rate_burst: int
+    weight: float
+
+
+@dataclasses.dataclass(frozen=True)
+class GroupStats:
+    """One group of a queue as jq_group_stats returns it; usage and share
+    only under fairness 'fair_share'."""
+    group_key: str
+    ready: int
+    running: int
+    scheduled: int
+    dead: int
+    blocked: bool
+    oldest_ready_age: datetime.timedelta
+    usage: float
+    share: float
+
+
 class Client:
     """The whole SQL API of jobqueue except the worker's own calls.
 
@@ -232,8 +258,9 @@ class Client:
         max_attempts, lease_duration, max_runtime, backoff_base,
         backoff_max, retention (intervals: seconds or timedeltas; retention
         may be 0), notify_finished, group_concurrency, group_ordered,
-        fairness, priority_aging, rate_limit, rate_burst.  None (or not
-        given): the server's default.  An existing queue is left as it is."""
+        fairness, priority_aging, rate_limit, rate_burst, group_rate_limit,
+        group_rate_burst, max_wait, max_pending, group_max_pending,
+        fair_share_half_life.  None (or not given): the server's default.  An existing queue is left as it is."""
         self._queue_call("jq_create_queue", name, conn, policy,
                          set(_QUEUE_ARGS) - _CREATE_ONLY_NOT)
 
@@ -334,6 +361,30 @@ class Client:
                     break
                 if n.relname.decode() == FINISHED_CHANNEL and n.extra.startswith(prefix):
                     return
+
+    # -- groups --------------------------------------------------------------
+
+    def set_group_limit(self, queue, group_key, *, concurrency=None, rate_limit=None,
+                        rate_burst=None, weight=None, conn=None):
+        """jq_set_group_limit: the overrides of one group (None: the queue's
+        default); with all of them None the group's overrides are removed."""
+        self._run(conn, "SELECT jobqueue.jq_set_group_limit(%s, %s, concurrency => %s, "
+                  "rate_limit => %s, rate_burst => %s, weight => %s)",
+                  (queue, group_key, concurrency, rate_limit, rate_burst, weight))
+
+    def group_limits(self, queue, *, conn=None):
+        """The overrides of the queue's groups (jq_group_limits), by group
+        key, as GroupLimit."""
+        return [GroupLimit(*r) for r in self._run(
+            conn, "SELECT group_key, concurrency, rate_limit, rate_burst, weight "
+            "FROM jobqueue.jq_group_limits(%s)", (queue,))]
+
+    def group_stats(self, queue, *, conn=None):
+        """The queue's groups with unfinished jobs (jq_group_stats), by
+        group key, as GroupStats."""
+        return [GroupStats(*r) for r in self._run(
+            conn, "SELECT group_key, ready, running, scheduled, dead, blocked, "
+            "oldest_ready_age, usage, share FROM jobqueue.jq_group_stats(%s)", (queue,))]
 
     # -- schedules -----------------------------------------------------------
 

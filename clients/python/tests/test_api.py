@@ -54,6 +54,26 @@ def test_create_and_alter_queue_take_every_argument(dsn, db):
             c.alter_queue(q, lease=3)
 
 
+def test_group_limits_and_stats(dsn, db, make_queue):
+    q = make_queue(group_concurrency=4)
+    with jobqueue.Client(dsn) as c:
+        c.set_group_limit(q, "a", concurrency=1, weight=2.5)
+        c.set_group_limit(q, "b", rate_limit=3.0, rate_burst=5)
+        assert c.group_limits(q) == [jobqueue.GroupLimit("a", 1, None, None, 2.5),
+                                     jobqueue.GroupLimit("b", None, 3.0, 5, None)]
+        c.set_group_limit(q, "b")
+        assert [g.group_key for g in c.group_limits(q)] == ["a"]
+        c.enqueue_many(q, [{"i": i} for i in range(3)], group_keys=["a", "a", "c"])
+        claimed = db.execute("SELECT count(*) FROM jobqueue.jq_claim(%s, 10, 'py')",
+                             (q,)).fetchone()[0]
+        assert claimed == 2          # a's override is 1
+        stats = {g.group_key: g for g in c.group_stats(q)}
+        assert (stats["a"].ready, stats["a"].running, stats["c"].running) == (1, 1, 1)
+        assert stats["a"].usage is None     # not a fair-share queue
+        with pytest.raises(psycopg.errors.InvalidParameterValue):
+            c.set_group_limit(q, "a", concurrency=-1)
+
+
 def test_cancel_retry_in_a_rolled_back_transaction(dsn, db, make_queue):
     """cancel and retry, like enqueue, run in the caller's transaction."""
     q = make_queue()

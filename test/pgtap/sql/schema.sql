@@ -364,6 +364,10 @@ SELECT is_definer('jobqueue', 'jq_set_group_limit', ARRAY['text', 'text', 'integ
 SELECT function_returns('jobqueue', 'jq_set_group_limit', ARRAY['text', 'text', 'integer', 'double precision', 'integer', 'double precision'], 'void');
 SELECT has_function('jobqueue', 'jq_group_limits', ARRAY['text']);
 SELECT is_definer('jobqueue', 'jq_group_limits', ARRAY['text']);
+SELECT col_type_is('jobqueue', 'groups', 'usage', 'double precision', 'groups.usage is double precision');
+SELECT col_not_null('jobqueue', 'groups', 'usage', 'groups.usage is not null');
+SELECT col_type_is('jobqueue', 'groups', 'usage_epoch', 'double precision', 'groups.usage_epoch is double precision');
+SELECT col_not_null('jobqueue', 'groups', 'usage_epoch', 'groups.usage_epoch is not null');
 
 --
 -- 1.4: the trace context of jobs and schedules, defaulting to the session's
