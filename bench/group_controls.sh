@@ -16,14 +16,14 @@
 #
 # Each claim runs inside the server (clock_timestamp around jq_claim, no
 # network) in a subtransaction that is rolled back, so every claim sees
-# the same backlog; the kinds alternate, GC_CLAIMS (300) claims of 1 each,
+# the same backlog; the kinds alternate, GC_CLAIMS (100) claims of 1 each,
 # repeated GC_ROUNDS (3) times.  Prints the p50 per queue and round, and
 # the ratio of the medians of the rounds; the load average before and
 # after.  Drops its queues at the end.
 set -euo pipefail
 GC_GROUPS=${GC_GROUPS:-10000}
 GC_OVERRIDES=${GC_OVERRIDES:-100}
-GC_CLAIMS=${GC_CLAIMS:-300}
+GC_CLAIMS=${GC_CLAIMS:-100}
 GC_ROUNDS=${GC_ROUNDS:-3}
 PSQL=(psql -X -q -v ON_ERROR_STOP=1 -At)
 QUEUES="'gc_plain', 'gc_over', 'gc_prio_small', 'gc_fair_small', 'gc_prio_big', 'gc_fair_big'"
