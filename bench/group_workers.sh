@@ -18,6 +18,10 @@
 #    every backend): the workers start again, expired leases are reaped;
 #    violations must still be 0, and jobqueue.groups must agree with the
 #    jobs.
+# 2b. Per-group rate limits: a 15/s (burst 10), the others 5/s (burst 5),
+#    under the queue's 20/s (burst 20); 10-ms jobs: each group starts at
+#    most its burst + rate x T jobs in a run of T seconds, the queue at
+#    most 20 + 20 x T.
 # 3. Fair share: two tenants of weight 1, "slow" with 200-ms jobs and
 #    "fast" with 20-ms jobs, both with more work than GW_FS_WORKERS (4)
 #    workers can do in GW_FS_SECS (60) s.  Reports each tenant's share of
@@ -39,7 +43,7 @@ echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 "${PSQL[@]}" <<'SQL' >/dev/null
 SET client_min_messages = warning;
 SELECT jobqueue.jq_drop_queue(queue_name, force => true) FROM jobqueue.queues
-WHERE queue_name IN ('gw_over', 'gw_fair', 'gw_weighted');
+WHERE queue_name IN ('gw_over', 'gw_rate', 'gw_fair', 'gw_weighted');
 DROP SCHEMA IF EXISTS gw CASCADE;
 CREATE SCHEMA gw;
 CREATE TABLE gw.violations (queue text, group_key text, running bigint, lim int, at timestamptz DEFAULT now());
@@ -121,6 +125,27 @@ workers "$GW_OVER_WORKERS" "$GW_OVER_SECS" gw_over claim_checked
 		WHERE gr.queue_name = 'gw_over' AND gr.running <> (SELECT count(*) FROM jobqueue.jobs j
 			WHERE j.queue_name = gr.queue_name AND j.group_key = gr.group_key AND j.status = 'running')"
 
+# 2b. per-group rate limits under the queue's global cap: a 15/s (burst
+# 10), every other group 5/s (burst 5), the queue 20/s (burst 20); 10-ms
+# jobs, so the rates bind.  Jobs started in the run of T seconds: each
+# group at most its burst + rate x T, the queue at most 20 + 20 x T.
+"${PSQL[@]}" -c "SELECT jobqueue.jq_create_queue('gw_rate', group_concurrency => 8, rate_limit => 20, rate_burst => 20,
+	group_rate_limit => 5, group_rate_burst => 5)" \
+	-c "SELECT jobqueue.jq_set_group_limit('gw_rate', 'a', rate_limit => 15, rate_burst => 10)" >/dev/null
+for g in a b c d; do enqueue gw_rate "$g" 10 2000; done
+t0=$("${PSQL[@]}" -c "SELECT extract(epoch FROM clock_timestamp())")
+workers "$GW_OVER_WORKERS" "$GW_OVER_SECS" gw_rate claim
+t1=$("${PSQL[@]}" -c "SELECT extract(epoch FROM clock_timestamp())")
+echo "== per-group rate limits (a 15/s burst 10, others 5/s burst 5, queue 20/s burst 20), $GW_OVER_WORKERS workers"
+"${PSQL[@]}" -F ' ' <<SQL
+SELECT 'group ' || j.group_key || ': started', count(*),
+	'bound', round(CASE j.group_key WHEN 'a' THEN 10 + 15 * ($t1 - $t0) ELSE 5 + 5 * ($t1 - $t0) END)
+FROM jobqueue.jobs j WHERE j.queue_name = 'gw_rate' AND j.started_at IS NOT NULL
+GROUP BY j.group_key ORDER BY j.group_key;
+SELECT 'queue: started', count(*), 'bound', round(20 + 20 * ($t1 - $t0))
+FROM jobqueue.jobs j WHERE j.queue_name = 'gw_rate' AND j.started_at IS NOT NULL;
+SQL
+
 # 3. and 4. fair share
 share_report() {	# share_report QUEUE
 	"${PSQL[@]}" -F ' ' <<SQL
@@ -151,8 +176,9 @@ echo "== fair share, weights slow 3 : fast 1"
 fair_run gw_weighted
 
 "${PSQL[@]}" <<'SQL' >/dev/null
+SET client_min_messages = warning;
 SELECT jobqueue.jq_drop_queue(queue_name, force => true) FROM jobqueue.queues
-WHERE queue_name IN ('gw_over', 'gw_fair', 'gw_weighted');
+WHERE queue_name IN ('gw_over', 'gw_rate', 'gw_fair', 'gw_weighted');
 DROP SCHEMA gw CASCADE;
 SQL
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

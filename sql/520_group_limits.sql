@@ -65,6 +65,8 @@ SELECT * FROM jobqueue.jq_group_limits('gl_plain');
 -- Claims: a=10, b=2, c=0 (held back), every other group the default 4;
 -- the jobs without a group ('') have no limit
 ------------------------------------------------------------------------
+-- (a's rate override replaced: a limit of concurrency only)
+SELECT jobqueue.jq_set_group_limit('gl', 'a', 10);
 SELECT count(*) FROM jobqueue.jq_enqueue_many('gl',
 	ARRAY(SELECT jsonb_build_object('n', i) FROM generate_series(1, 60) i),
 	group_keys => ARRAY(SELECT (ARRAY['a', 'b', 'c', 'd'])[1 + i % 4] FROM generate_series(1, 60) i));
@@ -97,6 +99,36 @@ SELECT * FROM test_helpers.gl_running('gl');
 -- explain shows the probe of the override table
 SELECT count(*) > 0 AS probes_overrides FROM jobqueue.jq_explain_claim('gl', 1) e
 WHERE e::text LIKE '%group_limits%';
+
+------------------------------------------------------------------------
+-- Per-group rate limits: every group may start group_rate_burst jobs at
+-- once (2), a its override's burst (5), then group_rate_limit per second
+-- (so slow here that nothing flows in during the test); the bucket is
+-- refilled by time: moving a group's last debit 1000 s back gives it
+-- 1000 s * 0.001 = 1 job more
+------------------------------------------------------------------------
+SELECT jobqueue.jq_create_queue('gl_rate', group_concurrency => 10,
+	group_rate_limit => 0.001, group_rate_burst => 2);
+SELECT jobqueue.jq_set_group_limit('gl_rate', 'a', rate_limit => 0.001, rate_burst => 5);
+SELECT count(*) FROM jobqueue.jq_enqueue_many('gl_rate',
+	ARRAY(SELECT jsonb_build_object('n', i) FROM generate_series(1, 30) i),
+	group_keys => ARRAY(SELECT (ARRAY['a', 'b', 'c'])[1 + i % 3] FROM generate_series(1, 30) i));
+SELECT count(*) AS claimed FROM jobqueue.jq_claim('gl_rate', 100, 'w');
+SELECT * FROM test_helpers.gl_running('gl_rate');
+-- ending the jobs frees their slots, not tokens
+SELECT count(jobqueue.jq_complete(j.id, j.lease_token)) FROM jobqueue.jobs j
+WHERE j.queue_name = 'gl_rate' AND j.status = 'running';
+SELECT count(*) AS claimed FROM jobqueue.jq_claim('gl_rate', 100, 'w');
+SELECT group_key, round(rate_tokens::numeric, 2) AS tokens FROM jobqueue.groups
+WHERE queue_name = 'gl_rate' ORDER BY group_key;
+UPDATE jobqueue.groups SET rate_epoch = rate_epoch - 1000 WHERE queue_name = 'gl_rate';
+SELECT string_agg(j.group_key, ' ' ORDER BY j.group_key) AS claimed
+FROM jobqueue.jq_claim('gl_rate', 100, 'w') c JOIN jobqueue.jobs j ON j.id = c.id;
+-- a rate override without a queue default limits that group only
+SELECT jobqueue.jq_alter_queue('gl_rate', group_rate_limit => 0);
+SELECT count(*) AS claimed FROM jobqueue.jq_claim('gl_rate', 100, 'w');
+SELECT * FROM test_helpers.gl_running('gl_rate');
+SELECT jobqueue.jq_drop_queue('gl_rate', true);
 
 ------------------------------------------------------------------------
 -- Dropping the queue drops its overrides

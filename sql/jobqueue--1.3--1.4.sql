@@ -1231,6 +1231,19 @@ COMMENT ON COLUMN jobqueue.groups.usage IS
 COMMENT ON COLUMN jobqueue.groups.usage_epoch IS
 	'fair share: when usage was last charged, in seconds since the Unix epoch';
 
+/*
+ * Per-group rate limits: a group's tokens as of rate_epoch (Unix epoch
+ * seconds; 0: never debited, a full bucket).  Debited by the claim that
+ * leases the group's jobs, on the row it holds locked; refilled on read.
+ */
+ALTER TABLE jobqueue.groups
+	ADD COLUMN rate_tokens double precision NOT NULL DEFAULT 0,
+	ADD COLUMN rate_epoch double precision NOT NULL DEFAULT 0;
+COMMENT ON COLUMN jobqueue.groups.rate_tokens IS
+	'per-group rate limit: the tokens left at rate_epoch';
+COMMENT ON COLUMN jobqueue.groups.rate_epoch IS
+	'per-group rate limit: when tokens were last taken, in seconds since the Unix epoch (0: never)';
+
 -- jq_group_stats gets each group's usage and share: made again, with the
 -- rights it had
 ALTER FUNCTION jobqueue.jq_group_stats(text) RENAME TO jq_group_stats_1_3;

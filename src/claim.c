@@ -273,8 +273,8 @@ jq_claim_run(JqClaimKind kind, const JqQueueSettings *settings,
 			 const char *queue_name, Datum *values, const char *nulls)
 {
 	JqQueuePolicy *entry;
-	Datum		gvalues[6];
-	char		gnulls[6];
+	Datum		gvalues[7];
+	char		gnulls[7];
 	int64		last_pos = 0;
 	uint64		i;
 	JqPlanId	plan = JQ_PLAN_CLAIM_GROUPS;
@@ -331,6 +331,9 @@ jq_claim_run(JqClaimKind kind, const JqQueueSettings *settings,
 		gvalues[5] = (Datum) 0;
 		gnulls[5] = JQ_ISNULL;
 	}
+	/* the time of the rate tokens (JQ_PLAN_CLAIM_GROUPS) */
+	gvalues[6] = Float8GetDatum(jq_epoch_seconds(DatumGetTimestampTz(values[4])));
+	gnulls[6] = JQ_NOTNULL;
 	jq_execute(plan, gvalues, gnulls, SPI_OK_SELECT);
 
 	/* the cursor moves to the group served last in rotation order */

@@ -438,6 +438,28 @@
  * without a group ('') has neither limit nor order.
  */
 /*
+ * Per-group rate limits: the tokens group row G has at NOW (epoch seconds)
+ * under rate RATE (jobs started per second, NULL: no limit) and bucket size
+ * BURST: what it had at G.rate_epoch plus what flowed in since, at most
+ * BURST (a row never debited, rate_epoch 0, is full).  The claim that
+ * leases jobs of the group debits them (JQ_GROUP_LEASE_RATED_SQL) on the
+ * row it holds locked, so the tokens are exact like the running counter.
+ */
+#define JQ_GROUP_TOKENS_SQL(G, NOW, RATE, BURST) \
+	"CASE WHEN " RATE " IS NOT NULL THEN LEAST(" BURST "::float8, " \
+	G ".rate_tokens + " RATE " * GREATEST(" NOW " - " G ".rate_epoch, 0)) END"
+
+/*
+ * A group's rate and bucket size from its override row OV (may be all
+ * NULL) and the queue's defaults in q: the override, else the queue's
+ * group_rate_limit / group_rate_burst, the burst by default ceil(rate).
+ */
+#define JQ_GROUP_RATE_SQL(OV) "COALESCE(" OV ".rate_limit, q.grate)"
+#define JQ_GROUP_BURST_SQL(OV) \
+	"COALESCE(" OV ".rate_burst, q.gburst, " \
+	"GREATEST(1, pg_catalog.ceil(COALESCE(" OV ".rate_limit, q.grate)))::int)"
+
+/*
  * Fair share: the usage of group row G (seconds, as of G.usage_epoch)
  * decayed to NOW (epoch seconds) with half-life HL (seconds): usage *
  * 2^(-(NOW - usage_epoch) / HL).  Past 60 half-lives it is 0 (and power()
@@ -465,6 +487,7 @@
 
 #define JQ_GROUP_ADMISSIBLE_SQL \
 	"(gr.group_key = '' OR o.lim IS NULL OR gr.running < o.lim) " \
+	"AND (gr.group_key = '' OR o.avail IS NULL OR o.avail >= 1) " \
 	"AND (gr.group_key = '' OR NOT q.ordered OR gr.running = 0) " \
 	"AND CASE WHEN q.ordered AND gr.group_key <> '' THEN (" \
 	"  SELECT h.status = 'pending' AND h.available_at <= $5 " \
@@ -516,14 +539,17 @@
  * transaction holds FOR KEY SHARE).  A group without a row (restored
  * without triggers, not yet repaired) is not served.  o.lim: the group's
  * limit, its override in jobqueue.group_limits (one primary key probe,
- * only for the groups visited) or else the queue's group_concurrency.
+ * only for the groups visited) or else the queue's group_concurrency;
+ * o.avail: its rate tokens (NULL: no group rate limit), at least 1 to be
+ * served.
  */
 #define JQ_GROUP_BRANCH_SQL(K, WHILE) \
-	"SELECT * FROM (SELECT b.group_key, b.running, b.lim FROM " K " k CROSS JOIN LATERAL (" \
-	"  SELECT gr.group_key, gr.running, o.lim FROM jobqueue.groups gr, q, " \
-	"    LATERAL (SELECT COALESCE((SELECT gl.concurrency FROM jobqueue.group_limits gl " \
-	"                              WHERE gl.queue_name = $1 AND gl.group_key = k.key " \
-	"                                AND gl.concurrency IS NOT NULL), q.lim) AS lim) o " \
+	"SELECT * FROM (SELECT b.group_key, b.running, b.lim, b.avail FROM " K " k CROSS JOIN LATERAL (" \
+	"  SELECT gr.group_key, gr.running, o.lim, o.avail FROM jobqueue.groups gr, q, " \
+	"    LATERAL (SELECT COALESCE(ov.concurrency, q.lim) AS lim, " \
+	"               " JQ_GROUP_TOKENS_SQL("gr", "$7", JQ_GROUP_RATE_SQL("ov"), JQ_GROUP_BURST_SQL("ov")) " AS avail " \
+	"             FROM (SELECT) one LEFT JOIN jobqueue.group_limits ov " \
+	"               ON ov.queue_name = $1 AND ov.group_key = k.key) o " \
 	"  WHERE gr.queue_name = $1 AND gr.group_key = k.key AND " JQ_GROUP_ADMISSIBLE_SQL \
 	"  FOR NO KEY UPDATE OF gr SKIP LOCKED) b " \
 	"  WHERE k.key IS NOT NULL AND " WHILE " LIMIT $2) b "
@@ -649,6 +675,25 @@
  * Lease the jobs IDS (a subquery) and return them in rank order (CTE c),
  * with their group and its rotation position, for the cursor.
  */
+/*
+ * JQ_GROUP_LEASE_SQL, and the leased jobs debited from their groups' rate
+ * tokens (rt: the groups of g0 with a rate limit, whose rows this
+ * statement holds locked; NOW epoch seconds).
+ */
+#define JQ_GROUP_LEASE_RATED_SQL(IDS, NOW) \
+	"u AS (" JQ_LEASE_SQL(IDS) " " \
+	"      RETURNING j.id, j.payload, j.attempt_count, j.lease_token, " \
+	"                j.lease_expires_at, j.available_at, " JQ_CLAIM_TRACE_SQL("j") "), " \
+	"rt AS (UPDATE jobqueue.groups gr SET rate_tokens = GREATEST(g0.avail - x.n, 0), " \
+	"         rate_epoch = " NOW " " \
+	"       FROM (SELECT c.group_key, pg_catalog.count(*) AS n FROM u JOIN c ON c.id = u.id " \
+	"             GROUP BY c.group_key) x JOIN g0 ON g0.group_key = x.group_key " \
+	"       WHERE gr.queue_name = $1 AND gr.group_key = x.group_key " \
+	"         AND g0.avail IS NOT NULL) " \
+	"SELECT u.id, u.payload, u.attempt_count, u.lease_token, u.lease_expires_at, " \
+	"       u.available_at, " JQ_CLAIM_TRACE_SQL("u") ", c.group_key, c.pos " \
+	"FROM u JOIN c ON c.id = u.id ORDER BY c.rank"
+
 #define JQ_GROUP_LEASE_SQL(IDS) \
 	"u AS (" JQ_LEASE_SQL(IDS) " " \
 	"      RETURNING j.id, j.payload, j.attempt_count, j.lease_token, " \
@@ -1459,7 +1504,10 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	/*
 	 * JQ_PLAN_CLAIM_GROUPS: $1 queue, $2 n, $3 owner, $4 lease expiry, $5 now, $6
 	 * rotation cursor (the last group this backend served, NULL: from the
-	 * start); the claim of a queue with a group policy.
+	 * start), $7 now as Unix epoch seconds (rate tokens); the claim of a
+	 * queue with a group policy.  A group with a rate limit (its override
+	 * or the queue's group_rate_limit) gives at most its whole tokens, and
+	 * the jobs leased are debited from them (rt).
 	 *
 	 * g0: up to n groups that can start a job, in rotation order (group
 	 * keys after the cursor, then from the start), each row locked FOR
@@ -1477,11 +1525,12 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 */
 	[JQ_PLAN_CLAIM_GROUPS] = {
 		"WITH RECURSIVE q AS (SELECT q.lease_duration, q.max_runtime, q.group_concurrency AS lim, "
+		"             q.group_rate_limit AS grate, q.group_rate_burst AS gburst, "
 		"             q.group_ordered AS ordered, q.fairness = 'round_robin' AS rr, "
 		"             pg_catalog.date_part('epoch', q.priority_aging) AS aging "
 		"           FROM jobqueue.queues q WHERE q.queue_name = $1 AND NOT q.paused), "
 		JQ_GROUP_WALKS_SQL ", "
-		"g0 AS (SELECT s.group_key, s.running, s.lim, pg_catalog.row_number() OVER () AS pos "
+		"g0 AS (SELECT s.group_key, s.running, s.lim, s.avail, pg_catalog.row_number() OVER () AS pos "
 		"       FROM (SELECT * FROM ("
 		JQ_GROUP_BRANCH_SQL("k0", "true")
 		"             UNION ALL "
@@ -1494,6 +1543,8 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"        LEAST($2::bigint, "
 		"          CASE WHEN g0.group_key <> '' AND g0.lim IS NOT NULL "
 		"               THEN g0.lim - g0.running ELSE $2 END, "
+		"          CASE WHEN g0.group_key <> '' AND g0.avail IS NOT NULL "
+		"               THEN pg_catalog.floor(g0.avail)::bigint ELSE $2 END, "
 		"          " JQ_RR_SHARE_SQL ") AS cap "
 		"      " JQ_GROUPS_COUNTED_SQL "), "
 		"c AS (SELECT x.id, g.group_key, g.pos, " JQ_GROUP_RANK_SQL " "
@@ -1517,8 +1568,8 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"      WHERE j.queue_name = $1 AND j.id = ANY (ARRAY(SELECT c.id FROM c)) "
 		"        AND j.status = 'pending' AND " JQ_NOT_EXPIRED_SQL("j") " "
 		"      FOR NO KEY UPDATE OF j SKIP LOCKED), "
-		JQ_GROUP_LEASE_SQL("SELECT l.id FROM l"),
-		6, {TEXTOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID},
+		JQ_GROUP_LEASE_RATED_SQL("SELECT l.id FROM l", "$7"),
+		7, {TEXTOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, FLOAT8OID},
 		.name = "claim groups"
 	},
 	/*
@@ -1541,26 +1592,32 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 */
 	[JQ_PLAN_CLAIM_FAIR] = {
 		"WITH RECURSIVE q AS (SELECT q.lease_duration, q.max_runtime, q.group_concurrency AS lim, "
+		"             q.group_rate_limit AS grate, q.group_rate_burst AS gburst, "
 		"             false AS ordered, true AS rr, "
 		"             pg_catalog.date_part('epoch', q.priority_aging) AS aging, "
 		"             pg_catalog.date_part('epoch', q.fair_share_half_life) AS hl "
 		"           FROM jobqueue.queues q WHERE q.queue_name = $1 AND NOT q.paused "
 		"             AND q.fairness = 'fair_share' AND NOT q.group_ordered), "
 		JQ_GROUP_KEYS_SQL("k0", "true", "true") ", "
-		"f AS (SELECT gr.group_key, o.lim, "
+		"f AS (SELECT gr.group_key, o.lim, o.rate, o.burst, "
 		"        (" JQ_DECAYED_USAGE_SQL("gr", "$6", "q.hl") " + " JQ_RUNNING_USAGE_SQL("gr", "$5") ") "
 		"          / o.w AS share "
 		"      FROM k0 k JOIN jobqueue.groups gr ON gr.queue_name = $1 AND gr.group_key = k.key "
 		"      CROSS JOIN q "
 		"      LEFT JOIN jobqueue.group_limits gl ON gl.queue_name = $1 AND gl.group_key = k.key "
 		"      CROSS JOIN LATERAL (SELECT COALESCE(gl.concurrency, q.lim) AS lim, "
-		"                                 COALESCE(gl.weight, 1) AS w) o "
+		"                                 COALESCE(gl.weight, 1) AS w, "
+		"                                 " JQ_GROUP_RATE_SQL("gl") " AS rate, "
+		"                                 " JQ_GROUP_BURST_SQL("gl") " AS burst) ra "
+		"      CROSS JOIN LATERAL (SELECT ra.lim, ra.w, ra.rate, ra.burst, "
+		"                                 " JQ_GROUP_TOKENS_SQL("gr", "$6", "ra.rate", "ra.burst") " AS avail) o "
 		"      WHERE k.key IS NOT NULL AND " JQ_GROUP_ADMISSIBLE_SQL " "
 		"      ORDER BY share, gr.group_key), "
-		"g0 AS (SELECT s.group_key, s.running, s.lim, pg_catalog.row_number() OVER () AS pos "
-		"       FROM (SELECT b.group_key, b.running, b.lim FROM f CROSS JOIN LATERAL ("
-		"               SELECT gr.group_key, gr.running, o.lim "
-		"               FROM jobqueue.groups gr, q, LATERAL (SELECT f.lim AS lim) o "
+		"g0 AS (SELECT s.group_key, s.running, s.lim, s.avail, pg_catalog.row_number() OVER () AS pos "
+		"       FROM (SELECT b.group_key, b.running, b.lim, b.avail FROM f CROSS JOIN LATERAL ("
+		"               SELECT gr.group_key, gr.running, o.lim, o.avail "
+		"               FROM jobqueue.groups gr, q, LATERAL (SELECT f.lim AS lim, "
+		"                 " JQ_GROUP_TOKENS_SQL("gr", "$6", "f.rate", "f.burst") " AS avail) o "
 		"               WHERE gr.queue_name = $1 AND gr.group_key = f.group_key "
 		"                 AND " JQ_GROUP_ADMISSIBLE_SQL " "
 		"               FOR NO KEY UPDATE OF gr SKIP LOCKED) b LIMIT $2) s), "
@@ -1568,6 +1625,8 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"        LEAST($2::bigint, "
 		"          CASE WHEN g0.group_key <> '' AND g0.lim IS NOT NULL "
 		"               THEN g0.lim - g0.running ELSE $2 END, "
+		"          CASE WHEN g0.group_key <> '' AND g0.avail IS NOT NULL "
+		"               THEN pg_catalog.floor(g0.avail)::bigint ELSE $2 END, "
 		"          " JQ_RR_SHARE_SQL ") AS cap "
 		"      " JQ_GROUPS_COUNTED_SQL "), "
 		"c AS (SELECT x.id, g.group_key, g.pos, " JQ_GROUP_RANK_SQL " "
@@ -1580,7 +1639,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"      WHERE j.queue_name = $1 AND j.id = ANY (ARRAY(SELECT c.id FROM c)) "
 		"        AND j.status = 'pending' "
 		"      FOR NO KEY UPDATE OF j SKIP LOCKED), "
-		JQ_GROUP_LEASE_SQL("SELECT l.id FROM l"),
+		JQ_GROUP_LEASE_RATED_SQL("SELECT l.id FROM l", "$6"),
 		6, {TEXTOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, FLOAT8OID},
 		.name = "claim fair"
 	},

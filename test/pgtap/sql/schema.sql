@@ -368,6 +368,8 @@ SELECT col_type_is('jobqueue', 'groups', 'usage', 'double precision', 'groups.us
 SELECT col_not_null('jobqueue', 'groups', 'usage', 'groups.usage is not null');
 SELECT col_type_is('jobqueue', 'groups', 'usage_epoch', 'double precision', 'groups.usage_epoch is double precision');
 SELECT col_not_null('jobqueue', 'groups', 'usage_epoch', 'groups.usage_epoch is not null');
+SELECT col_type_is('jobqueue', 'groups', 'rate_tokens', 'double precision', 'groups.rate_tokens is double precision');
+SELECT col_type_is('jobqueue', 'groups', 'rate_epoch', 'double precision', 'groups.rate_epoch is double precision');
 
 --
 -- 1.4: the trace context of jobs and schedules, defaulting to the session's
