@@ -251,13 +251,13 @@ jq_claim_plain(Datum *values, bool deadline)
  * cursor: the order comes from the usage.
  */
 static void
-jq_claim_fair(Datum *values, const char *nulls)
+jq_claim_fair(Datum *values)
 {
 	Datum		fvalues[6];
 	char		fnulls[6];
 
 	memcpy(fvalues, values, 5 * sizeof(Datum));
-	memcpy(fnulls, nulls, 5);
+	memset(fnulls, JQ_NOTNULL, 5);	/* $4 is the lease's end, never NULL */
 	fvalues[5] = Float8GetDatum(jq_epoch_seconds(DatumGetTimestampTz(values[4])));
 	fnulls[5] = JQ_NOTNULL;
 	jq_execute(JQ_PLAN_CLAIM_FAIR, fvalues, fnulls, SPI_OK_SELECT);
@@ -301,7 +301,7 @@ jq_claim_run(JqClaimKind kind, const JqQueueSettings *settings,
 			plan = JQ_PLAN_CLAIM_ORDERED;
 			break;
 		case JQ_CLAIM_FAIR:
-			jq_claim_fair(values, nulls);
+			jq_claim_fair(values);
 			return;
 	}
 

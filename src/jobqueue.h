@@ -277,7 +277,6 @@ extern bool jq_ordering_installed(void);
 extern void jq_ordering_set_policy(FunctionCallInfo fcinfo, int argno,
 								   const char *queue_name, bool alter);
 extern int64 jq_groups_repair(const char *queue_name);
-extern double jq_epoch_seconds(TimestampTz t);
 #define JQ_AGED_PRIORITY_LIMIT	1000
 extern void jq_check_aged_priority(const char *queue_name, int32 priority);
 

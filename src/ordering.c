@@ -249,13 +249,6 @@ jq_group_apply(Datum queue, Datum group, int delta, double charge)
 	}
 }
 
-/* A time as seconds since the Unix epoch (the unit of groups.usage_epoch) */
-double
-jq_epoch_seconds(TimestampTz t)
-{
-	return (double) t / USECS_PER_SEC +
-		((double) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY);
-}
 
 /*
  * The changes of group counters that the row triggers of the statement
