@@ -341,6 +341,56 @@ FROM (VALUES
 	AS v(ord, label, stmt)
 ORDER BY v.ord;
 
+-- The queue-first forms: NULL in each argument, hostile and unknown queue
+-- names, a job of another queue (refused, nothing changed)
+SELECT v.label, pg_temp.try(v.stmt) AS result
+FROM (VALUES
+		(1, 'complete(NULL queue)', $$SELECT jobqueue.jq_complete(NULL::text, (SELECT jid FROM ctx), (SELECT tok FROM ctx))$$),
+		(2, 'complete(queue, NULL, token)', $$SELECT jobqueue.jq_complete('hostile', NULL, (SELECT tok FROM ctx))$$),
+		(3, 'complete(queue, id, NULL)', $$SELECT jobqueue.jq_complete('hostile', (SELECT jid FROM ctx), NULL::bigint)$$),
+		(4, 'complete(empty queue)', $$SELECT jobqueue.jq_complete('', (SELECT jid FROM ctx), (SELECT tok FROM ctx))$$),
+		(5, 'complete(1 MB queue)', $$SELECT jobqueue.jq_complete(pg_catalog.repeat('q', 1024 * 1024), 1, 1)$$),
+		(6, 'complete(unknown queue)', $$SELECT jobqueue.jq_complete('no_such_queue', (SELECT jid FROM ctx), (SELECT tok FROM ctx))$$),
+		(7, 'complete(other queue)', $$SELECT jobqueue.jq_complete('hostile_min', (SELECT jid FROM ctx), (SELECT tok FROM ctx))$$),
+		(8, 'complete_many(NULL queue)', $$SELECT count(*) FROM jobqueue.jq_complete_many(NULL::text, ARRAY[(SELECT jid FROM ctx)], ARRAY[(SELECT tok FROM ctx)])$$),
+		(9, 'complete_many(queue, NULL ids)', $$SELECT count(*) FROM jobqueue.jq_complete_many('hostile', NULL, ARRAY[1::bigint])$$),
+		(10, 'complete_many(queue, ids, NULL)', $$SELECT count(*) FROM jobqueue.jq_complete_many('hostile', ARRAY[1::bigint], NULL)$$),
+		(11, 'complete_many(unknown queue)', $$SELECT count(*) FROM jobqueue.jq_complete_many('no_such_queue', ARRAY[(SELECT jid FROM ctx)], ARRAY[(SELECT tok FROM ctx)])$$),
+		(12, 'complete_many(other queue)', $$SELECT count(*) FROM jobqueue.jq_complete_many('hostile_min', ARRAY[(SELECT jid FROM ctx)], ARRAY[(SELECT tok FROM ctx)])$$),
+		(13, 'fail(NULL queue)', $$SELECT jobqueue.jq_fail(NULL::text, (SELECT jid FROM ctx), (SELECT tok FROM ctx), 'E')$$),
+		(14, 'fail(queue, NULL id)', $$SELECT jobqueue.jq_fail('hostile', NULL, (SELECT tok FROM ctx), 'E')$$),
+		(15, 'fail(queue, id, NULL token)', $$SELECT jobqueue.jq_fail('hostile', (SELECT jid FROM ctx), NULL::bigint, 'E')$$),
+		(16, 'fail(queue, error_code NULL)', $$SELECT jobqueue.jq_fail('hostile', (SELECT jid FROM ctx), (SELECT tok FROM ctx), NULL)$$),
+		(17, 'fail(unknown queue)', $$SELECT jobqueue.jq_fail('no_such_queue', (SELECT jid FROM ctx), (SELECT tok FROM ctx), 'E')$$),
+		(18, 'fail(other queue)', $$SELECT jobqueue.jq_fail('hostile_min', (SELECT jid FROM ctx), (SELECT tok FROM ctx), 'E')$$),
+		(19, 'heartbeat(NULL queue)', $$SELECT jobqueue.jq_heartbeat(NULL::text, (SELECT jid FROM ctx), (SELECT tok FROM ctx))$$),
+		(20, 'heartbeat(queue, NULL id)', $$SELECT jobqueue.jq_heartbeat('hostile', NULL, (SELECT tok FROM ctx))$$),
+		(21, 'heartbeat(unknown queue)', $$SELECT jobqueue.jq_heartbeat('no_such_queue', (SELECT jid FROM ctx), (SELECT tok FROM ctx))$$),
+		(22, 'heartbeat(other queue)', $$SELECT jobqueue.jq_heartbeat('hostile_min', (SELECT jid FROM ctx), (SELECT tok FROM ctx))$$),
+		(23, 'heartbeat(other queue, 100 years)', $$SELECT jobqueue.jq_heartbeat('hostile_min', (SELECT jid FROM ctx), (SELECT tok FROM ctx), '100 years') IS NULL$$),
+		(24, 'release(NULL queue)', $$SELECT jobqueue.jq_release(NULL::text, (SELECT jid FROM ctx), (SELECT tok FROM ctx))$$),
+		(25, 'release(queue, id, NULL)', $$SELECT jobqueue.jq_release('hostile', (SELECT jid FROM ctx), NULL::bigint)$$),
+		(26, 'release(delay NULL)', $$SELECT jobqueue.jq_release('hostile', (SELECT jid FROM ctx), (SELECT tok FROM ctx), NULL)$$),
+		(27, 'release(other queue)', $$SELECT jobqueue.jq_release('hostile_min', (SELECT jid FROM ctx), (SELECT tok FROM ctx))$$),
+		(28, 'progress(NULL queue)', $$SELECT jobqueue.jq_progress(NULL::text, (SELECT jid FROM ctx), (SELECT tok FROM ctx), '{}')$$),
+		(29, 'progress(queue, NULL progress)', $$SELECT jobqueue.jq_progress('hostile', (SELECT jid FROM ctx), (SELECT tok FROM ctx), NULL)$$),
+		(30, 'progress(other queue)', $$SELECT jobqueue.jq_progress('hostile_min', (SELECT jid FROM ctx), (SELECT tok FROM ctx), '{}')$$),
+		(31, 'cancel(NULL queue)', $$SELECT jobqueue.jq_cancel(NULL::text, (SELECT jid FROM ctx))$$),
+		(32, 'cancel(queue, NULL)', $$SELECT jobqueue.jq_cancel('hostile', NULL)$$),
+		(33, 'cancel(unknown queue)', $$SELECT jobqueue.jq_cancel('no_such_queue', (SELECT jid FROM ctx))$$),
+		(34, 'cancel(other queue)', $$SELECT jobqueue.jq_cancel('hostile_min', (SELECT jid FROM ctx))$$),
+		(35, 'retry(NULL queue)', $$SELECT jobqueue.jq_retry(NULL::text, (SELECT jid FROM ctx))$$),
+		(36, 'retry(queue, NULL)', $$SELECT jobqueue.jq_retry('hostile', NULL::bigint)$$),
+		(37, 'retry(queue, id, infinity)', $$SELECT jobqueue.jq_retry('hostile', (SELECT jid FROM ctx), 'infinity')$$),
+		(38, 'retry(other queue)', $$SELECT jobqueue.jq_retry('hostile_min', (SELECT jid FROM ctx))$$),
+		(39, 'job(NULL queue)', $$SELECT count(*) FROM jobqueue.jq_job(NULL::text, (SELECT jid FROM ctx))$$),
+		(40, 'job(queue, NULL)', $$SELECT count(*) FROM jobqueue.jq_job('hostile', NULL)$$),
+		(41, 'job(unknown queue)', $$SELECT count(*) FROM jobqueue.jq_job('no_such_queue', 1)$$),
+		(42, 'job(other queue)', $$SELECT count(*) FROM jobqueue.jq_job('hostile_min', (SELECT jid FROM ctx))$$),
+		(43, 'job(queue, id)', $$SELECT count(*) FROM jobqueue.jq_job('hostile', (SELECT jid FROM ctx))$$))
+	AS v(ord, label, stmt)
+ORDER BY v.ord;
+
 -- hostile intervals: retry_in and delay may be zero, extend may not
 SELECT i.label,
 	pg_temp.try(pg_catalog.format(

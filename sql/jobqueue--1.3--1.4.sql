@@ -1171,6 +1171,142 @@ END
 $$;
 
 ------------------------------------------------------------------------------
+-- Routing: queue-first calls
+--
+-- Every function that acts on one job gets a form whose first argument is
+-- the job's queue, the other arguments and defaults those of the id-only
+-- form.  Each statement it runs is filtered by queue_name, so that on
+-- Citus (jobs distributed by queue_name) the call is one statement on the
+-- queue's shard; on one node it is as fast as the id-only form.  The
+-- id-only forms stay: they read the job's queue first, then run the same
+-- statement.  A queue that does not exist is an error; a job of another
+-- queue is not found: the call changes nothing and says so, as a fenced
+-- write does.
+------------------------------------------------------------------------------
+
+CREATE FUNCTION jobqueue.jq_complete(queue_name text, id bigint, token bigint, result jsonb DEFAULT NULL)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'jq_complete_in_queue'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION jobqueue.jq_complete(text, bigint, bigint, jsonb) IS
+	'mark a job of the queue succeeded, storing its result; false (and no change) when the token is stale, the lease has expired or the job is of another queue';
+
+CREATE FUNCTION jobqueue.jq_complete_many(queue_name text, ids bigint[], tokens bigint[], results jsonb[] DEFAULT NULL)
+RETURNS SETOF bigint
+AS 'MODULE_PATHNAME', 'jq_complete_many_in_queue'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp ROWS 100;
+COMMENT ON FUNCTION jobqueue.jq_complete_many(text, bigint[], bigint[], jsonb[]) IS
+	'complete many jobs of the queue in one statement, each with its result; returns the ids that were completed';
+
+CREATE FUNCTION jobqueue.jq_fail(
+	queue_name text,
+	id bigint,
+	token bigint,
+	error_code text,
+	error_message text DEFAULT NULL,
+	retryable boolean DEFAULT true,
+	retry_in interval DEFAULT NULL,
+	error_detail jsonb DEFAULT NULL,
+	stack text DEFAULT NULL)
+RETURNS jobqueue.job_status
+AS 'MODULE_PATHNAME', 'jq_fail_in_queue'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION jobqueue.jq_fail(text, bigint, bigint, text, text, boolean, interval, jsonb, text) IS
+	'record a failed attempt of a job of the queue; returns pending (retry scheduled), dead, or NULL when fenced or of another queue';
+
+CREATE FUNCTION jobqueue.jq_heartbeat(queue_name text, id bigint, token bigint, extend interval DEFAULT NULL)
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'jq_heartbeat_in_queue'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION jobqueue.jq_heartbeat(text, bigint, bigint, interval) IS
+	'extend the lease of a job of the queue (never past started_at + max_runtime); NULL when the lease is lost or the job is of another queue';
+
+CREATE FUNCTION jobqueue.jq_release(queue_name text, id bigint, token bigint, delay interval DEFAULT '0')
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'jq_release_in_queue'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION jobqueue.jq_release(text, bigint, bigint, interval) IS
+	'give a claimed job of the queue back without counting a failed attempt';
+
+CREATE FUNCTION jobqueue.jq_progress(queue_name text, id bigint, token bigint, progress jsonb)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'jq_progress_in_queue'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION jobqueue.jq_progress(text, bigint, bigint, jsonb) IS
+	'replace the progress of a held job of the queue; false (and no change) when the token is stale, the lease has expired or the job is of another queue';
+
+CREATE FUNCTION jobqueue.jq_cancel(queue_name text, id bigint)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'jq_cancel_in_queue'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION jobqueue.jq_cancel(text, bigint) IS
+	'cancel a pending or running job of the queue; a running worker''s later writes are fenced';
+
+CREATE FUNCTION jobqueue.jq_retry(queue_name text, id bigint, run_at timestamptz DEFAULT NULL)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'jq_retry_in_queue'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION jobqueue.jq_retry(text, bigint, timestamptz) IS
+	'replay a dead or cancelled job of the queue with the same id; its error history is kept';
+
+CREATE FUNCTION jobqueue.jq_job(queue_name text, id bigint)
+RETURNS TABLE(id bigint, queue_name text, status jobqueue.job_status,
+	attempt int, max_attempts int, priority int,
+	result jsonb, progress jsonb, last_error_code text, errors jsonb,
+	created_at timestamptz, available_at timestamptz,
+	started_at timestamptz, finished_at timestamptz,
+	waiting_for bigint[],
+	debounce_key text, start_by timestamptz, cost float8)
+AS 'MODULE_PATHNAME', 'jq_job_in_queue'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp ROWS 1;
+COMMENT ON FUNCTION jobqueue.jq_job(text, bigint) IS
+	'one job of the queue, as jq_job(id) shows it; no row for an unknown id or a job of another queue';
+
+REVOKE ALL ON FUNCTION jobqueue.jq_complete(text, bigint, bigint, jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobqueue.jq_complete_many(text, bigint[], bigint[], jsonb[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobqueue.jq_fail(text, bigint, bigint, text, text, boolean, interval, jsonb, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobqueue.jq_heartbeat(text, bigint, bigint, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobqueue.jq_release(text, bigint, bigint, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobqueue.jq_progress(text, bigint, bigint, jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobqueue.jq_cancel(text, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobqueue.jq_retry(text, bigint, timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobqueue.jq_job(text, bigint) FROM PUBLIC;
+
+-- Whoever may call the id-only form may call the queue-first one.
+DO $$
+DECLARE
+	r record;
+BEGIN
+	FOR r IN
+		SELECT o.new_sig, a.grantee::pg_catalog.regrole AS grantee
+		FROM (VALUES
+			('jobqueue.jq_complete(bigint, bigint, jsonb)',
+			 'jobqueue.jq_complete(text, bigint, bigint, jsonb)'),
+			('jobqueue.jq_complete_many(bigint[], bigint[], jsonb[])',
+			 'jobqueue.jq_complete_many(text, bigint[], bigint[], jsonb[])'),
+			('jobqueue.jq_fail(bigint, bigint, text, text, boolean, interval, jsonb, text)',
+			 'jobqueue.jq_fail(text, bigint, bigint, text, text, boolean, interval, jsonb, text)'),
+			('jobqueue.jq_heartbeat(bigint, bigint, interval)',
+			 'jobqueue.jq_heartbeat(text, bigint, bigint, interval)'),
+			('jobqueue.jq_release(bigint, bigint, interval)',
+			 'jobqueue.jq_release(text, bigint, bigint, interval)'),
+			('jobqueue.jq_progress(bigint, bigint, jsonb)',
+			 'jobqueue.jq_progress(text, bigint, bigint, jsonb)'),
+			('jobqueue.jq_cancel(bigint)', 'jobqueue.jq_cancel(text, bigint)'),
+			('jobqueue.jq_retry(bigint, timestamptz)',
+			 'jobqueue.jq_retry(text, bigint, timestamptz)'),
+			('jobqueue.jq_job(bigint)', 'jobqueue.jq_job(text, bigint)')
+		) AS o(sig, new_sig)
+		JOIN pg_catalog.pg_proc p ON p.oid = o.sig::pg_catalog.regprocedure
+		CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+		WHERE a.privilege_type = 'EXECUTE' AND a.grantee <> 0 AND a.grantee <> p.proowner
+	LOOP
+		EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s', r.new_sig, r.grantee);
+	END LOOP;
+END
+$$;
+
+------------------------------------------------------------------------------
 -- Dependencies: a producer's open transaction never holds up a running job
 ------------------------------------------------------------------------------
 
@@ -1298,17 +1434,25 @@ BEGIN
 				'jobqueue.jq_enqueue(text, jsonb, integer, timestamp with time zone, integer, text, bigint[], text, text, text, text, interval, interval, timestamp with time zone, double precision)',
 				'jobqueue.jq_enqueue_many(text, jsonb[], integer, timestamp with time zone, bigint[], text[], text, text, timestamp with time zone, double precision)',
 				'jobqueue.jq_job(bigint)',
+				'jobqueue.jq_job(text, bigint)',
 				'jobqueue.jq_queue_node(text)']
 			WHEN 'worker' THEN ARRAY[
 				'jobqueue.jq_claim(text, integer, text, interval)',
 				'jobqueue.jq_complete(bigint, bigint, jsonb)',
+				'jobqueue.jq_complete(text, bigint, bigint, jsonb)',
 				'jobqueue.jq_complete_many(bigint[], bigint[], jsonb[])',
+				'jobqueue.jq_complete_many(text, bigint[], bigint[], jsonb[])',
 				'jobqueue.jq_complete_and_claim(text, bigint[], bigint[], integer, text, interval, jsonb[])',
 				'jobqueue.jq_fail(bigint, bigint, text, text, boolean, interval, jsonb, text)',
+				'jobqueue.jq_fail(text, bigint, bigint, text, text, boolean, interval, jsonb, text)',
 				'jobqueue.jq_heartbeat(bigint, bigint, interval)',
+				'jobqueue.jq_heartbeat(text, bigint, bigint, interval)',
 				'jobqueue.jq_release(bigint, bigint, interval)',
+				'jobqueue.jq_release(text, bigint, bigint, interval)',
 				'jobqueue.jq_progress(bigint, bigint, jsonb)',
+				'jobqueue.jq_progress(text, bigint, bigint, jsonb)',
 				'jobqueue.jq_job(bigint)',
+				'jobqueue.jq_job(text, bigint)',
 				'jobqueue.jq_queue_node(text)']
 			WHEN 'admin' THEN ARRAY[
 				'jobqueue.jq_create_queue(text, integer, interval, interval, interval, interval, interval, boolean, integer, boolean, text, interval, double precision, integer, double precision, integer, interval, integer, integer, interval)',
@@ -1317,7 +1461,9 @@ BEGIN
 				'jobqueue.jq_pause_queue(text)',
 				'jobqueue.jq_resume_queue(text)',
 				'jobqueue.jq_cancel(bigint)',
+				'jobqueue.jq_cancel(text, bigint)',
 				'jobqueue.jq_retry(bigint, timestamp with time zone)',
+				'jobqueue.jq_retry(text, bigint, timestamp with time zone)',
 				'jobqueue.jq_retry_dead(text, text, integer)',
 				'jobqueue.jq_purge(text, interval, integer)',
 				'jobqueue.jq_reap(integer)',
@@ -1334,6 +1480,7 @@ BEGIN
 				'jobqueue.jq_worker_status()',
 				'jobqueue.jq_worker_tasks()',
 				'jobqueue.jq_job(bigint)',
+				'jobqueue.jq_job(text, bigint)',
 				'jobqueue.jq_queue_node(text)',
 				'jobqueue.jq_jobs(text, jobqueue.job_status, integer, bigint, text, text)',
 				'jobqueue.jq_group_stats(text)',

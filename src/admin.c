@@ -27,7 +27,9 @@ PG_FUNCTION_INFO_V1(jq_drop_queue);
 PG_FUNCTION_INFO_V1(jq_pause_queue);
 PG_FUNCTION_INFO_V1(jq_resume_queue);
 PG_FUNCTION_INFO_V1(jq_cancel);
+PG_FUNCTION_INFO_V1(jq_cancel_in_queue);
 PG_FUNCTION_INFO_V1(jq_retry);
+PG_FUNCTION_INFO_V1(jq_retry_in_queue);
 PG_FUNCTION_INFO_V1(jq_retry_dead);
 PG_FUNCTION_INFO_V1(jq_explain_claim);
 
@@ -350,59 +352,84 @@ jq_resume_queue(PG_FUNCTION_ARGS)
 
 /*
  * jq_cancel(id) returns boolean
+ * jq_cancel(queue_name, id) returns boolean
  *
  * A pending or running job becomes cancelled.  A running worker is not
  * interrupted, but its later complete, fail and heartbeat are fenced.
+ * False when the job has finished, does not exist or (queue-first) is of
+ * another queue.
  */
-Datum
-jq_cancel(PG_FUNCTION_ARGS)
+static Datum
+jq_cancel_call(FunctionCallInfo fcinfo, bool queue_first)
 {
-	Datum		values[2];
+	char	   *call_queue = jq_arg_call_queue(fcinfo, queue_first);
+	Datum		values[3];
+	char		nulls[3] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL};
 	bool		cancelled;
 
-	values[0] = Int64GetDatum(jq_arg_int8(fcinfo, 0, "job id"));
+	values[0] = Int64GetDatum(jq_arg_int8(fcinfo, queue_first ? 1 : 0, "job id"));
 	values[1] = TimestampTzGetDatum(GetCurrentTimestamp());
 
 	jq_spi_connect();
-	jq_execute(JQ_PLAN_CANCEL, values, NULL, SPI_OK_UPDATE_RETURNING);
+	values[2] = jq_call_queue(call_queue, DatumGetInt64(values[0]), &nulls[2]);
+	jq_execute(JQ_PLAN_CANCEL, values, nulls, SPI_OK_UPDATE_RETURNING);
 	cancelled = (jq_note_outcome(JQ_TR_CANCEL, 0, NULL, NULL, NULL) == 1);
 	jq_spi_finish();
 
 	PG_RETURN_BOOL(cancelled);
 }
 
+Datum
+jq_cancel(PG_FUNCTION_ARGS)
+{
+	return jq_cancel_call(fcinfo, false);
+}
+
+Datum
+jq_cancel_in_queue(PG_FUNCTION_ARGS)
+{
+	return jq_cancel_call(fcinfo, true);
+}
+
 /*
  * jq_retry(id, run_at) returns boolean
+ * jq_retry(queue_name, id, run_at) returns boolean
  *
  * Replays a dead or cancelled job: same id, pending again at run_at (default
  * now) with a fresh attempt count.  Its error history is kept and the replay
  * is recorded in it.  False if the job is not dead or cancelled.  A job
  * with dependencies that have not succeeded waits for them again; if one
- * of them is dead or cancelled, the replay is refused (55000).
+ * of them is dead or cancelled, the replay is refused (55000).  Queue-first,
+ * false for a job of another queue.
  */
-Datum
-jq_retry(PG_FUNCTION_ARGS)
+static Datum
+jq_retry_call(FunctionCallInfo fcinfo, bool queue_first)
 {
-	Datum		values[5];
-	char		nulls[5];
+	int			off = queue_first ? 1 : 0;
+	char	   *call_queue = jq_arg_call_queue(fcinfo, queue_first);
+	Datum		values[9];
+	char		nulls[9];
 	bool		isnull;
 	bool		replayed;
+	TimestampTz now = GetCurrentTimestamp();
 
 	memset(nulls, JQ_NOTNULL, sizeof(nulls));
-	values[0] = Int64GetDatum(jq_arg_int8(fcinfo, 0, "job id"));
-	values[1] = jq_arg_timestamptz(fcinfo, 1, "run_at", &isnull);
+	values[0] = Int64GetDatum(jq_arg_int8(fcinfo, off, "job id"));
+	values[1] = jq_arg_timestamptz(fcinfo, off + 1, "run_at", &isnull);
 	if (isnull)
 		nulls[1] = JQ_ISNULL;
-	values[2] = TimestampTzGetDatum(GetCurrentTimestamp());
+	values[2] = TimestampTzGetDatum(now);
 	values[3] = jq_caller_name();
 	values[4] = Int32GetDatum(jq_error_history);
+	jq_trace_session(&values[6], &nulls[6]);
+	values[8] = jq_replay_entry(now, values[3]);
 
 	jq_spi_connect();
+	values[5] = jq_call_queue(call_queue, DatumGetInt64(values[0]), &nulls[5]);
 	/* a replay adds pending work: the queue's admission bounds recount */
-	jq_execute(JQ_PLAN_JOB, values, NULL, SPI_OK_SELECT);
-	if (SPI_processed == 1)
+	if (nulls[5] == JQ_NOTNULL)
 	{
-		char	   *queue_name = jq_result_name(0, 2);
+		char	   *queue_name = TextDatumGetCString(values[5]);
 		const JqQueueSettings *settings = jq_queue_settings(queue_name);
 
 		if (settings->exists && jq_queue_admits(settings))
@@ -416,6 +443,18 @@ jq_retry(PG_FUNCTION_ARGS)
 	PG_RETURN_BOOL(replayed);
 }
 
+Datum
+jq_retry(PG_FUNCTION_ARGS)
+{
+	return jq_retry_call(fcinfo, false);
+}
+
+Datum
+jq_retry_in_queue(PG_FUNCTION_ARGS)
+{
+	return jq_retry_call(fcinfo, true);
+}
+
 /*
  * jq_retry_dead(queue_name, error_code, max_jobs) returns bigint
  *
@@ -426,9 +465,10 @@ Datum
 jq_retry_dead(PG_FUNCTION_ARGS)
 {
 	char	   *queue_name = jq_arg_queue_name(fcinfo, 0);
-	Datum		values[6];
-	char		nulls[6];
+	Datum		values[9];
+	char		nulls[9];
 	uint64		count;
+	TimestampTz now = GetCurrentTimestamp();
 
 	memset(nulls, JQ_NOTNULL, sizeof(nulls));
 	values[0] = CStringGetTextDatum(queue_name);
@@ -438,9 +478,11 @@ jq_retry_dead(PG_FUNCTION_ARGS)
 		values[1] = PointerGetDatum(jq_arg_nonempty_text(fcinfo, 1, "error code",
 														 JQ_ERROR_CODE_MAXLEN));
 	values[2] = Int32GetDatum(jq_arg_positive_int4(fcinfo, 2, "max_jobs"));
-	values[3] = TimestampTzGetDatum(GetCurrentTimestamp());
+	values[3] = TimestampTzGetDatum(now);
 	values[4] = jq_caller_name();
 	values[5] = Int32GetDatum(jq_error_history);
+	jq_trace_session(&values[6], &nulls[6]);
+	values[8] = jq_replay_entry(now, values[4]);
 
 	jq_spi_connect();
 	jq_require_queue(queue_name);

@@ -52,6 +52,9 @@ extern int	jq_max_payload_size;
 extern int	jq_max_error_length;
 extern int	jq_max_error_stack_size;
 extern int	jq_error_history;
+extern Datum jq_replay_entry(TimestampTz at, Datum by);
+extern Datum jq_call_queue(const char *queue_name, int64 id, char *isnull);
+extern char *jq_arg_call_queue(FunctionCallInfo fcinfo, bool queue_first);
 extern Datum jq_attempt_entry(TimestampTz at, Datum code, Datum message,
 							  bool message_null, bool retryable, Datum detail,
 							  bool detail_null, Datum stack, bool stack_null);
@@ -127,6 +130,8 @@ typedef enum JqPlanId
 	JQ_PLAN_SCHEDULES_NEXT,
 	JQ_PLAN_QUEUE_RATE,
 	JQ_PLAN_COMPLETION_QUEUES,
+	JQ_PLAN_JOB_QUEUE,
+	JQ_PLAN_JOBS_QUEUES,
 	JQ_PLAN_ENQUEUE_CONTROLLED,
 	JQ_PLAN_ENQUEUE_CONTROLLED_KEYED,
 	JQ_PLAN_ENQUEUE_DEBOUNCED,
@@ -513,6 +518,7 @@ typedef struct JqErrorSnapshot
  * their explicit arguments and call these (lifecycle.c, schedules.c).
  */
 extern void jq_trace_guc_init(void);
+extern void jq_trace_session(Datum *values, char *nulls);
 extern Datum jq_enqueue_call(PG_FUNCTION_ARGS);
 extern Datum jq_enqueue_many_call(PG_FUNCTION_ARGS);
 extern Datum jq_schedule_call(PG_FUNCTION_ARGS);

@@ -46,11 +46,16 @@
 
 PG_FUNCTION_INFO_V1(jq_claim);
 PG_FUNCTION_INFO_V1(jq_complete);
+PG_FUNCTION_INFO_V1(jq_complete_in_queue);
 PG_FUNCTION_INFO_V1(jq_complete_many);
+PG_FUNCTION_INFO_V1(jq_complete_many_in_queue);
 PG_FUNCTION_INFO_V1(jq_complete_and_claim);
 PG_FUNCTION_INFO_V1(jq_fail);
+PG_FUNCTION_INFO_V1(jq_fail_in_queue);
 PG_FUNCTION_INFO_V1(jq_heartbeat);
+PG_FUNCTION_INFO_V1(jq_heartbeat_in_queue);
 PG_FUNCTION_INFO_V1(jq_release);
+PG_FUNCTION_INFO_V1(jq_release_in_queue);
 
 static Datum jq_arg_clipped_text(FunctionCallInfo fcinfo, int argno, int maxlen,
 								 char *isnull);
@@ -551,7 +556,8 @@ jq_complete_run(JqPlanId plan, bool deletes, Datum *values, const char *nulls,
 /*
  * Complete nasked jobs with the statements keep and delete (their
  * parameters: values and nulls, of the JQ_PLAN_COMPLETE_* plans; values[5]
- * the queues that keep no history), as jq_complete_run does.  *queue_name
+ * the queues that keep no history, values[6] the jobs' queue), as
+ * jq_complete_run does.  *queue_name
  * gets the first queue of a result, or NULL.  Returns the number of jobs
  * completed.
  */
@@ -588,7 +594,7 @@ jq_complete_jobs(JqPlanId keep, JqPlanId delete, uint64 nasked,
 		 * as succeeded instead, by the UPDATE with no queue left out; the
 		 * purge takes them later.
 		 */
-		Datum		kvalues[6];
+		Datum		kvalues[7];
 
 		memcpy(kvalues, values, sizeof(kvalues));
 		kvalues[5] = PointerGetDatum(construct_empty_array(TEXTOID));
@@ -601,22 +607,30 @@ jq_complete_jobs(JqPlanId keep, JqPlanId delete, uint64 nasked,
 /*
  * Complete the (id, token) pairs of args (at least one) at now, under the
  * rule of jq_complete (jq_complete_jobs); the ids completed go into tupstore
- * (rows of one bigint column) unless it is NULL.  Counts the completions,
- * the fenced ones and the call (started at *start), announces the jobs of
- * queues with notify_finished and releases their dependents
- * (jq_note_outcome).  Must be called while connected to SPI; SPI_tuptable
- * is replaced.  Returns the number of jobs completed.
+ * (rows of one bigint column) unless it is NULL.  Every statement is
+ * filtered by queue (plans.c): first queue_name's (NULL: none); then, when
+ * lookup is set and jobs are left, the queues of the other jobs, looked up
+ * (JQ_PLAN_JOBS_QUEUES), one statement each.  Without lookup (a
+ * queue-first jq_complete_many) a job of another queue is refused as a
+ * fenced one is.  Counts the completions, the fenced ones and the call
+ * (started at *start), announces the jobs of queues with notify_finished
+ * and releases their dependents (jq_note_outcome).  Must be called while
+ * connected to SPI; SPI_tuptable is replaced.  Returns the number of jobs
+ * completed.
  */
 static uint64
-jq_complete_batch(const JqCompleteArgs *args, TimestampTz now,
-				  Tuplestorestate *tupstore, TupleDesc tupdesc,
+jq_complete_batch(const JqCompleteArgs *args, const char *queue_name, bool lookup,
+				  TimestampTz now, Tuplestorestate *tupstore, TupleDesc tupdesc,
 				  instr_time *start)
 {
-	Datum		values[6];
-	char		nulls[6] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_ISNULL, JQ_NOTNULL, JQ_NOTNULL};
-	uint64		ncompleted;
+	Datum		values[7];
+	char		nulls[7] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_ISNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL};
+	uint64		ncompleted = 0;
 	Datum	   *completed;
-	char	   *queue_name;
+	char	   *counted_queue = NULL;
+	char	   *first;
+	List	   *queues = NIL;
+	ListCell   *lc;
 
 	Assert(args->nids > 0);
 	values[0] = PointerGetDatum(args->ids);
@@ -628,27 +642,72 @@ jq_complete_batch(const JqCompleteArgs *args, TimestampTz now,
 	jq_completion_queues(&values[4], &values[5]);
 	/* a job is completed once, however often its id is given */
 	completed = palloc(sizeof(Datum) * args->nids);
-	ncompleted = jq_complete_jobs(JQ_PLAN_COMPLETE_MANY_KEEP,
-								  JQ_PLAN_COMPLETE_MANY_DELETE,
-								  (uint64) args->nids, values, nulls,
-								  tupstore, tupdesc, completed, &queue_name);
+	if (queue_name != NULL)
+	{
+		values[6] = CStringGetTextDatum(queue_name);
+		ncompleted = jq_complete_jobs(JQ_PLAN_COMPLETE_MANY_KEEP,
+									  JQ_PLAN_COMPLETE_MANY_DELETE,
+									  (uint64) args->nids, values, nulls,
+									  tupstore, tupdesc, completed, &counted_queue);
+	}
+	if (lookup && ncompleted < (uint64) args->nids)
+	{
+		/* the queues of the other jobs (a read), then each queue's statement */
+		Datum		qvalues[2];
+		char		qnulls[2] = {JQ_NOTNULL, JQ_NOTNULL};
+
+		qvalues[0] = values[0];
+		qvalues[1] = queue_name != NULL ? CStringGetTextDatum(queue_name) : (Datum) 0;
+		if (queue_name == NULL)
+			qnulls[1] = JQ_ISNULL;
+		jq_execute(JQ_PLAN_JOBS_QUEUES, qvalues, qnulls, SPI_OK_SELECT);
+		for (uint64 i = 0; i < SPI_processed; i++)
+			queues = lappend(queues, jq_result_name(i, 1));
+	}
+	foreach(lc, queues)
+	{
+		values[6] = CStringGetTextDatum((char *) lfirst(lc));
+		ncompleted += jq_complete_jobs(JQ_PLAN_COMPLETE_MANY_KEEP,
+									   JQ_PLAN_COMPLETE_MANY_DELETE,
+									   (uint64) args->nids - ncompleted, values, nulls,
+									   tupstore, tupdesc, completed + ncompleted, &first);
+		if (counted_queue == NULL)
+			counted_queue = first;
+		if (ncompleted >= (uint64) args->nids)
+			break;
+	}
 	if (ncompleted < (uint64) args->nids)
 	{
-		/* the others were refused: their queues, for the counters (rare) */
-		Datum		rvalues[2];
+		/*
+		 * The others were refused: their queues, for the counters (rare).
+		 * A queue-first call looks in its queue only; a call by ids alone
+		 * reads each job's queue.
+		 */
+		Datum		rvalues[3];
+		char		rnulls[3] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL};
 		char	   *refused_queue;
 
 		rvalues[0] = PointerGetDatum(args->ids);
 		rvalues[1] = PointerGetDatum(construct_array(completed, (int) ncompleted,
 													 INT8OID, 8, FLOAT8PASSBYVAL,
 													 TYPALIGN_DOUBLE));
-		jq_execute(JQ_PLAN_COMPLETE_MANY_REFUSED, rvalues, NULL, SPI_OK_SELECT);
+		if (lookup || queue_name == NULL)
+		{
+			rvalues[2] = (Datum) 0;
+			rnulls[2] = JQ_ISNULL;
+		}
+		else
+			rvalues[2] = CStringGetTextDatum(queue_name);
+		jq_execute(JQ_PLAN_COMPLETE_MANY_REFUSED, rvalues, rnulls, SPI_OK_SELECT);
 		(void) jq_note_outcome(JQ_TR_COMPLETE, (uint64) args->nids - ncompleted,
 							   NULL, NULL, &refused_queue);
-		if (queue_name == NULL)
-			queue_name = refused_queue;
+		if (counted_queue == NULL)
+			counted_queue = refused_queue;
 	}
-	jq_count_call(queue_name, JQ_CTR_COMPLETE_CALLS, start);
+	/* a queue-first call is counted in its queue, also when all were refused */
+	if (counted_queue == NULL && queue_name != NULL && !lookup)
+		counted_queue = (char *) queue_name;
+	jq_count_call(counted_queue, JQ_CTR_COMPLETE_CALLS, start);
 	pfree(completed);
 	return ncompleted;
 }
@@ -679,44 +738,57 @@ jq_claim(PG_FUNCTION_ARGS)
 
 /*
  * jq_complete(id, token, result) returns boolean
+ * jq_complete(queue_name, id, token, result) returns boolean
  *
  * True when the caller held the current, unexpired lease and the job is now
  * succeeded, with its result (NULL: none) -- or deleted, when its queue's
  * retention is zero (the result is then not kept); false (and nothing
  * changed, the result not stored) otherwise.  A result larger than
  * jobqueue.max_result_size is an error, and the job stays running.
+ *
+ * Queue-first (queue_first: the arguments after the queue's): the job must
+ * be of that queue (false otherwise), which must exist; by id alone, the
+ * job's queue is read first (jq_call_queue).
  */
-Datum
-jq_complete(PG_FUNCTION_ARGS)
+static Datum
+jq_complete_call(FunctionCallInfo fcinfo, bool queue_first)
 {
-	Datum		values[6];
-	char		nulls[6] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_ISNULL, JQ_NOTNULL, JQ_NOTNULL};
+	int			off = queue_first ? 1 : 0;
+	char	   *call_queue = jq_arg_call_queue(fcinfo, queue_first);
+	Datum		values[7];
+	char		nulls[7] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_ISNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL};
 	bool		done;
 	char	   *queue_name;
 	instr_time	start;
 
 	jq_count_start(&start);
-	values[0] = Int64GetDatum(jq_arg_int8(fcinfo, 0, "job id"));
-	values[1] = Int64GetDatum(jq_arg_int8(fcinfo, 1, "token"));
+	values[0] = Int64GetDatum(jq_arg_int8(fcinfo, off, "job id"));
+	values[1] = Int64GetDatum(jq_arg_int8(fcinfo, off + 1, "token"));
 	values[2] = TimestampTzGetDatum(GetCurrentTimestamp());
 	values[3] = (Datum) 0;
 	/* result: an argument since 1.2, absent in an older definition */
-	if (PG_NARGS() > 2 && !PG_ARGISNULL(2))
+	if (PG_NARGS() > off + 2 && !PG_ARGISNULL(off + 2))
 	{
-		values[3] = PG_GETARG_DATUM(2);
+		values[3] = PG_GETARG_DATUM(off + 2);
 		jq_check_result(values[3], "result");
 		nulls[3] = JQ_NOTNULL;
 	}
 
 	jq_spi_connect();
+	values[6] = jq_call_queue(call_queue, DatumGetInt64(values[0]), &nulls[6]);
 	jq_completion_queues(&values[4], &values[5]);
 	done = jq_complete_jobs(JQ_PLAN_COMPLETE_KEEP, JQ_PLAN_COMPLETE_DELETE, 1,
 							values, nulls, NULL, NULL, NULL, &queue_name) == 1;
 	if (!done)
 	{
 		/* refused: the job's queue, for the counters (rare) */
-		jq_execute(JQ_PLAN_COMPLETE_REFUSED, values, NULL, SPI_OK_SELECT);
+		Datum		rvalues[2] = {values[0], values[6]};
+		char		rnulls[2] = {JQ_NOTNULL, nulls[6]};
+
+		jq_execute(JQ_PLAN_COMPLETE_REFUSED, rvalues, rnulls, SPI_OK_SELECT);
 		(void) jq_note_outcome(JQ_TR_COMPLETE, 1, NULL, NULL, &queue_name);
+		if (queue_name == NULL)
+			queue_name = call_queue;
 	}
 	jq_count_call(queue_name, JQ_CTR_COMPLETE_CALLS, &start);
 	jq_spi_finish();
@@ -724,17 +796,35 @@ jq_complete(PG_FUNCTION_ARGS)
 	PG_RETURN_BOOL(done);
 }
 
+Datum
+jq_complete(PG_FUNCTION_ARGS)
+{
+	return jq_complete_call(fcinfo, false);
+}
+
+Datum
+jq_complete_in_queue(PG_FUNCTION_ARGS)
+{
+	return jq_complete_call(fcinfo, true);
+}
+
 /*
  * jq_complete_many(ids bigint[], tokens bigint[], results jsonb[])
+ * jq_complete_many(queue_name, ids bigint[], tokens bigint[], results jsonb[])
  *		returns setof bigint
  *
  * Completes each (id, token) pair under the rule of jq_complete, in one
  * call, with the result at the same position (results NULL: none;
  * NULL elements are allowed); returns the ids that were completed.
+ * Queue-first: one statement, in that queue (an id of another queue is
+ * refused); by ids alone, the jobs' queues are read first, then one
+ * statement per queue (jq_complete_batch).
  */
-Datum
-jq_complete_many(PG_FUNCTION_ARGS)
+static Datum
+jq_complete_many_call(FunctionCallInfo fcinfo, bool queue_first)
 {
+	int			off = queue_first ? 1 : 0;
+	char	   *call_queue = jq_arg_call_queue(fcinfo, queue_first);
 	JqCompleteArgs args;
 	TupleDesc	tupdesc;
 	Tuplestorestate *tupstore;
@@ -742,17 +832,30 @@ jq_complete_many(PG_FUNCTION_ARGS)
 
 	jq_count_start(&start);
 	/* results: an argument since 1.2, absent in an older definition */
-	jq_complete_args(fcinfo, 0, 2, &args);
+	jq_complete_args(fcinfo, off, off + 2, &args);
 	tupstore = jq_srf_init(fcinfo, &tupdesc);
-	if (args.nids == 0)
-		return (Datum) 0;
 
 	jq_spi_connect();
-	(void) jq_complete_batch(&args, GetCurrentTimestamp(), tupstore, tupdesc,
-							 &start);
+	if (call_queue != NULL && !jq_queue_settings(call_queue)->exists)
+		jq_raise_unknown_queue(call_queue);
+	if (args.nids > 0)
+		(void) jq_complete_batch(&args, call_queue, call_queue == NULL,
+								 GetCurrentTimestamp(), tupstore, tupdesc, &start);
 	jq_spi_finish();
 
 	return (Datum) 0;
+}
+
+Datum
+jq_complete_many(PG_FUNCTION_ARGS)
+{
+	return jq_complete_many_call(fcinfo, false);
+}
+
+Datum
+jq_complete_many_in_queue(PG_FUNCTION_ARGS)
+{
+	return jq_complete_many_call(fcinfo, true);
 }
 
 /*
@@ -794,8 +897,8 @@ jq_complete_and_claim(PG_FUNCTION_ARGS)
 
 	jq_spi_connect();
 	if (complete.nids > 0)
-		(void) jq_complete_batch(&complete, GetCurrentTimestamp(), NULL, NULL,
-								 &start);
+		(void) jq_complete_batch(&complete, claim.queue_name, true,
+								 GetCurrentTimestamp(), NULL, NULL, &start);
 
 	/*
 	 * The claim reads the clock again, as a separate jq_claim would: a
@@ -814,18 +917,22 @@ jq_complete_and_claim(PG_FUNCTION_ARGS)
 /*
  * jq_fail(id, token, error_code, error_message, retryable, retry_in,
  *		   error_detail, stack) returns job_status
+ * jq_fail(queue_name, id, token, error_code, ...) returns job_status
  *
  * Records the failure in the job's history (with error_detail, bounded by
  * jobqueue.max_result_size, and the stack trace, cut to
  * jobqueue.max_error_stack_size, when not NULL) and returns the new status:
  * pending (a retry is scheduled) or dead (not retryable, or no attempts
- * left).  NULL means the caller's lease was fenced and nothing changed.
+ * left).  NULL means the caller's lease was fenced and nothing changed
+ * (also: a queue-first call for a job of another queue).
  */
-Datum
-jq_fail(PG_FUNCTION_ARGS)
+static Datum
+jq_fail_call(FunctionCallInfo fcinfo, bool queue_first)
 {
-	Datum		values[10];
-	char		nulls[10] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL};
+	int			off = queue_first ? 1 : 0;
+	char	   *call_queue = jq_arg_call_queue(fcinfo, queue_first);
+	Datum		values[11];
+	char		nulls[11] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL};
 	Interval   *retry_in;
 	Datum		status = (Datum) 0;
 	bool		fenced;
@@ -837,13 +944,13 @@ jq_fail(PG_FUNCTION_ARGS)
 	Datum		stack;
 	char		stack_null;
 
-	values[0] = Int64GetDatum(jq_arg_int8(fcinfo, 0, "job id"));
-	values[1] = Int64GetDatum(jq_arg_int8(fcinfo, 1, "token"));
-	values[2] = PointerGetDatum(jq_arg_nonempty_text(fcinfo, 2, "error code",
+	values[0] = Int64GetDatum(jq_arg_int8(fcinfo, off, "job id"));
+	values[1] = Int64GetDatum(jq_arg_int8(fcinfo, off + 1, "token"));
+	values[2] = PointerGetDatum(jq_arg_nonempty_text(fcinfo, off + 2, "error code",
 													 JQ_ERROR_CODE_MAXLEN));
-	message = jq_arg_clipped_text(fcinfo, 3, jq_max_error_length, &message_null);
-	values[4] = jq_arg_required(fcinfo, 4, "retryable");
-	retry_in = jq_arg_interval(fcinfo, 5, "retry_in", true, true);
+	message = jq_arg_clipped_text(fcinfo, off + 3, jq_max_error_length, &message_null);
+	values[4] = jq_arg_required(fcinfo, off + 4, "retryable");
+	retry_in = jq_arg_interval(fcinfo, off + 5, "retry_in", true, true);
 	if (retry_in == NULL)
 	{
 		values[5] = (Datum) 0;
@@ -856,14 +963,14 @@ jq_fail(PG_FUNCTION_ARGS)
 	values[6] = TimestampTzGetDatum(now);
 	values[7] = Int32GetDatum(jq_error_history);
 	/* error_detail: an argument since 1.2, absent in an older definition */
-	if (PG_NARGS() > 6 && !PG_ARGISNULL(6))
+	if (PG_NARGS() > off + 6 && !PG_ARGISNULL(off + 6))
 	{
-		detail = PG_GETARG_DATUM(6);
+		detail = PG_GETARG_DATUM(off + 6);
 		jq_check_result(detail, "error detail");
 		detail_null = false;
 	}
 	/* stack: an argument since 1.4 */
-	stack = jq_arg_clipped_text(fcinfo, 7, jq_max_error_stack_size, &stack_null);
+	stack = jq_arg_clipped_text(fcinfo, off + 7, jq_max_error_stack_size, &stack_null);
 	values[3] = jq_attempt_entry(now, values[2], message, message_null == JQ_ISNULL,
 								 DatumGetBool(values[4]), detail, detail_null,
 								 stack, stack_null == JQ_ISNULL);
@@ -871,6 +978,7 @@ jq_fail(PG_FUNCTION_ARGS)
 	values[9] = Float8GetDatum(jq_jitter());
 
 	jq_spi_connect();
+	values[10] = jq_call_queue(call_queue, DatumGetInt64(values[0]), &nulls[10]);
 	jq_execute(JQ_PLAN_FAIL, values, nulls, SPI_OK_UPDATE_RETURNING);
 	fenced = (SPI_processed == 0);
 	if (!fenced)
@@ -885,6 +993,18 @@ jq_fail(PG_FUNCTION_ARGS)
 	if (fenced)
 		PG_RETURN_NULL();
 	PG_RETURN_DATUM(status);
+}
+
+Datum
+jq_fail(PG_FUNCTION_ARGS)
+{
+	return jq_fail_call(fcinfo, false);
+}
+
+Datum
+jq_fail_in_queue(PG_FUNCTION_ARGS)
+{
+	return jq_fail_call(fcinfo, true);
 }
 
 /*
@@ -914,34 +1034,72 @@ jq_arg_clipped_text(FunctionCallInfo fcinfo, int argno, int maxlen,
 }
 
 /*
+ * The times of JQ_PLAN_HEARTBEAT from now (values[3]) and the queue's
+ * settings (NULL: no such job): the new expiry ($3), the start before
+ * which the runtime is used up ($6), max_runtime in seconds ($7).
+ */
+static void
+jq_heartbeat_times(const JqQueueSettings *settings, Interval *extend, Datum *values)
+{
+	if (settings == NULL || !settings->exists)
+	{
+		/*
+		 * No such job, or its queue's row is gone (deleted by hand): nothing
+		 * is extended, the refusal is reported
+		 */
+		values[2] = values[3];
+		values[5] = TimestampTzGetDatum(DT_NOEND);
+		values[6] = Float8GetDatum(0);
+	}
+	else
+	{
+		const Interval *lease = extend != NULL ? extend : &settings->lease_duration;
+
+		values[2] = DirectFunctionCall2(timestamptz_pl_interval, values[3],
+										IntervalPGetDatum(lease));
+		values[5] = DirectFunctionCall2(timestamptz_mi_interval, values[3],
+										IntervalPGetDatum(&settings->max_runtime));
+		values[6] = DirectFunctionCall2(interval_part, CStringGetTextDatum("epoch"),
+										IntervalPGetDatum(&settings->max_runtime));
+	}
+}
+
+/*
  * jq_heartbeat(id, token, extend) returns timestamptz
+ * jq_heartbeat(queue_name, id, token, extend) returns timestamptz
  *
  * Extends the lease to now + extend (default: the queue's lease_duration),
  * never past started_at + max_runtime.  NULL when the lease is lost or the
- * job has used up its max_runtime.  now is when the statement got the row:
- * a heartbeat that waited for it measures again.
+ * job has used up its max_runtime (or, queue-first, is of another queue).
+ * now is when the statement got the row: a heartbeat that waited for it
+ * measures again.  The times the statement needs are computed here from
+ * the queue's cached settings (jq_heartbeat_times).
  */
-Datum
-jq_heartbeat(PG_FUNCTION_ARGS)
+static Datum
+jq_heartbeat_call(FunctionCallInfo fcinfo, bool queue_first)
 {
-	Datum		values[4];
-	char		nulls[4] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL};
+	int			off = queue_first ? 1 : 0;
+	char	   *call_queue = jq_arg_call_queue(fcinfo, queue_first);
+	Datum		values[7];
+	char		nulls[7] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL};
 	Interval   *extend;
 	Datum		expires = (Datum) 0;
 	bool		lost;
 	TimestampTz now;
 	TimestampTz after;
+	const JqQueueSettings *settings = NULL;
 
-	values[0] = Int64GetDatum(jq_arg_int8(fcinfo, 0, "job id"));
-	values[1] = Int64GetDatum(jq_arg_int8(fcinfo, 1, "token"));
-	extend = jq_arg_interval(fcinfo, 2, "extend", true, false);
-	values[2] = PointerGetDatum(extend);
-	if (extend == NULL)
-		nulls[2] = JQ_ISNULL;
+	values[0] = Int64GetDatum(jq_arg_int8(fcinfo, off, "job id"));
+	values[1] = Int64GetDatum(jq_arg_int8(fcinfo, off + 1, "token"));
+	extend = jq_arg_interval(fcinfo, off + 2, "extend", true, false);
 	now = GetCurrentTimestamp();
 	values[3] = TimestampTzGetDatum(now);
 
 	jq_spi_connect();
+	values[4] = jq_call_queue(call_queue, DatumGetInt64(values[0]), &nulls[4]);
+	if (nulls[4] == JQ_NOTNULL)
+		settings = jq_queue_settings(TextDatumGetCString(values[4]));
+	jq_heartbeat_times(settings, extend, values);
 	jq_execute(JQ_PLAN_HEARTBEAT, values, nulls, SPI_OK_SELECT);
 	lost = (jq_note_outcome(JQ_TR_HEARTBEAT, 1, NULL, NULL, NULL) == 0);
 	after = GetCurrentTimestamp();
@@ -956,6 +1114,7 @@ jq_heartbeat(PG_FUNCTION_ARGS)
 		 * wait has run out).
 		 */
 		values[3] = TimestampTzGetDatum(after);
+		jq_heartbeat_times(settings, extend, values);
 		jq_execute(JQ_PLAN_HEARTBEAT, values, nulls, SPI_OK_SELECT);
 		lost = (jq_note_outcome(JQ_TR_HEARTBEAT, 1, NULL, NULL, NULL) == 0);
 	}
@@ -970,31 +1129,60 @@ jq_heartbeat(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(expires);
 }
 
+Datum
+jq_heartbeat(PG_FUNCTION_ARGS)
+{
+	return jq_heartbeat_call(fcinfo, false);
+}
+
+Datum
+jq_heartbeat_in_queue(PG_FUNCTION_ARGS)
+{
+	return jq_heartbeat_call(fcinfo, true);
+}
+
 /*
  * jq_release(id, token, delay) returns boolean
+ * jq_release(queue_name, id, token, delay) returns boolean
  *
  * Gives a claimed job back (pending again after delay) without counting the
  * attempt: for a worker that shuts down before it starts the work.
  */
-Datum
-jq_release(PG_FUNCTION_ARGS)
+static Datum
+jq_release_call(FunctionCallInfo fcinfo, bool queue_first)
 {
-	Datum		values[4];
+	int			off = queue_first ? 1 : 0;
+	char	   *call_queue = jq_arg_call_queue(fcinfo, queue_first);
+	Datum		values[5];
+	char		nulls[5] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL};
 	bool		released;
 	TimestampTz now = GetCurrentTimestamp();
 
-	values[0] = Int64GetDatum(jq_arg_int8(fcinfo, 0, "job id"));
-	values[1] = Int64GetDatum(jq_arg_int8(fcinfo, 1, "token"));
+	values[0] = Int64GetDatum(jq_arg_int8(fcinfo, off, "job id"));
+	values[1] = Int64GetDatum(jq_arg_int8(fcinfo, off + 1, "token"));
 	/* ready again at now + delay, computed here (see JQ_PLAN_RELEASE) */
 	values[2] = DirectFunctionCall2(timestamptz_pl_interval, TimestampTzGetDatum(now),
-									PointerGetDatum(jq_arg_interval(fcinfo, 2, "delay",
+									PointerGetDatum(jq_arg_interval(fcinfo, off + 2, "delay",
 																	false, true)));
 	values[3] = TimestampTzGetDatum(now);
 
 	jq_spi_connect();
-	jq_execute(JQ_PLAN_RELEASE, values, NULL, SPI_OK_UPDATE_RETURNING);
+	values[4] = jq_call_queue(call_queue, DatumGetInt64(values[0]), &nulls[4]);
+	jq_execute(JQ_PLAN_RELEASE, values, nulls, SPI_OK_UPDATE_RETURNING);
 	released = (jq_note_outcome(JQ_TR_RELEASE, 0, NULL, NULL, NULL) == 1);
 	jq_spi_finish();
 
 	PG_RETURN_BOOL(released);
+}
+
+Datum
+jq_release(PG_FUNCTION_ARGS)
+{
+	return jq_release_call(fcinfo, false);
+}
+
+Datum
+jq_release_in_queue(PG_FUNCTION_ARGS)
+{
+	return jq_release_call(fcinfo, true);
 }

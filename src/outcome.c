@@ -250,6 +250,70 @@ jq_dependencies_take_unsettled(int64 dep, int64 **ids)
 }
 
 /*
+ * The history entry of a replay, without the status replayed (which the
+ * statement adds from the row, JQ_REPLAY_SQL): event, at, by (a text
+ * Datum).  As jq_attempt_entry.
+ */
+Datum
+jq_replay_entry(TimestampTz at, Datum by)
+{
+	StringInfoData buf;
+	char		tsbuf[MAXDATELEN + 1];
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "{\"event\": \"replay\", \"at\": ");
+	escape_json(&buf, JsonEncodeDateTime(tsbuf, TimestampTzGetDatum(at),
+										 TIMESTAMPTZOID, NULL));
+	appendStringInfoString(&buf, ", \"by\": ");
+	escape_json(&buf, TextDatumGetCString(by));
+	appendStringInfoChar(&buf, '}');
+	return DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data));
+}
+
+/*
+ * The queue argument of a call that acts on one job: the first argument of
+ * a queue-first call (checked as every queue name is), NULL for a call by
+ * id alone.  Before SPI is connected.
+ */
+char *
+jq_arg_call_queue(FunctionCallInfo fcinfo, bool queue_first)
+{
+	return queue_first ? jq_arg_queue_name(fcinfo, 0) : NULL;
+}
+
+/*
+ * The queue a call acts in, as a text Datum, for the statements, which
+ * are all filtered by queue (plans.c: on Citus, a statement on the queue's
+ * shard alone).  A queue-first call names it (queue_name): it must exist
+ * (an error otherwise); a job of another queue is then simply not found,
+ * and the call is refused as a fenced one is.  A call by id alone
+ * (queue_name NULL) reads the job's queue first (JQ_PLAN_JOB_QUEUE); no
+ * such job: *isnull = JQ_ISNULL, and the statement run with NULL finds
+ * nothing, as it would for an unknown id.  Must be called while connected
+ * to SPI; replaces SPI_tuptable.
+ */
+Datum
+jq_call_queue(const char *queue_name, int64 id, char *isnull)
+{
+	Datum		value = Int64GetDatum(id);
+
+	*isnull = JQ_NOTNULL;
+	if (queue_name != NULL)
+	{
+		if (!jq_queue_settings(queue_name)->exists)
+			jq_raise_unknown_queue(queue_name);
+		return CStringGetTextDatum(queue_name);
+	}
+	jq_execute(JQ_PLAN_JOB_QUEUE, &value, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+	{
+		*isnull = JQ_ISNULL;
+		return (Datum) 0;
+	}
+	return CStringGetTextDatum(jq_result_name(0, 1));
+}
+
+/*
  * The events of one row of an outcome: job moved by transition t into
  * status (NULL: the caller's request was refused).
  */

@@ -125,7 +125,7 @@
  * the newest KEEP entries.
  */
 #define JQ_APPEND_ERROR_SQL(ENTRY, KEEP) \
-	"pg_catalog.jsonb_path_query_array(j.errors || " ENTRY ", " \
+	"pg_catalog.jsonb_path_query_array(j.errors || (" ENTRY "), " \
 	"'$[last - $keep + 1 to last]', " \
 	"pg_catalog.jsonb_set('{}'::jsonb, '{keep}', (" KEEP ")::text::jsonb))"
 
@@ -274,21 +274,24 @@
 
 /*
  * The fencing rule of every write by a lease holder (complete, fail,
- * heartbeat, release, progress): job j, by id ID, is running under the
- * caller's token TOKEN and its lease has not expired at NOW.
+ * heartbeat, release, progress): job j of queue QUEUE, by id ID, is running
+ * under the caller's token TOKEN and its lease has not expired at NOW.  The
+ * queue comes first, so that on Citus the statement goes to the queue's
+ * shard alone (a job of another queue, or a NULL queue, matches nothing:
+ * the write is refused as a fenced one is).
  */
-#define JQ_LEASE_HELD_SQL(ID, TOKEN, NOW) \
-	"j.id = " ID " AND j.lease_token = " TOKEN " " \
+#define JQ_LEASE_HELD_SQL(QUEUE, ID, TOKEN, NOW) \
+	"j.queue_name = " QUEUE " AND j.id = " ID " AND j.lease_token = " TOKEN " " \
 	"AND (j.status = 'running') IS TRUE AND j.lease_expires_at > " NOW
 
 /*
  * The selection of a completion of many: the triples t from ids ($1),
- * tokens ($2) and results ($4), each fenced at $3.
+ * tokens ($2) and results ($4), each fenced at $3, in queue $7.
  */
 #define JQ_COMPLETE_LIST_SQL \
 	"ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), " \
 	"pg_catalog.unnest($4)) AS t(id, token, result)"
-#define JQ_COMPLETE_MANY_SQL JQ_LEASE_HELD_SQL("t.id", "t.token", "$3")
+#define JQ_COMPLETE_MANY_SQL JQ_LEASE_HELD_SQL("$7", "t.id", "t.token", "$3")
 
 /*
  * No job waits for job j (it may be purged): no row of job_dependencies
@@ -362,21 +365,25 @@
 
 /*
  * dead or cancelled -> pending (replay): a fresh attempt count, pending at
- * RUN_AT; the replay, by role BY, is recorded in the history.  A job with
- * dependencies that have not succeeded yet waits for them again (waiting;
- * jq_retry checked that none of them failed).
+ * RUN_AT; the replay is recorded in the history: ENTRY (a jsonb parameter
+ * built in C, jq_replay_entry(): event, at, by) with the status replayed.
+ * A job with dependencies that have not succeeded yet waits for them again
+ * (waiting; jq_retry checked that none of them failed).  TRACEPARENT and
+ * TRACESTATE are the session's trace context (jobqueue.traceparent and
+ * jobqueue.tracestate, NULL when not set), read in C: current_setting()
+ * is STABLE.
  */
-#define JQ_REPLAY_SQL(RUN_AT, NOW, BY, KEEP) \
+#define JQ_REPLAY_SQL(RUN_AT, ENTRY, KEEP, TRACEPARENT, TRACESTATE) \
 	"status = CASE WHEN j.dependencies_left > 0 THEN 'waiting' ELSE 'pending' " \
 	"  END::jobqueue.job_status, attempt_count = 0, available_at = " RUN_AT ", " \
 	"finished_at = NULL, started_at = NULL, lease_owner = NULL, " \
 	"lease_expires_at = NULL, trace_origin = j.traceparent, " \
-	"traceparent = COALESCE(" JQ_SESSION_TRACEPARENT_SQL ", j.traceparent), " \
-	"tracestate = CASE WHEN " JQ_SESSION_TRACEPARENT_SQL " IS NULL THEN j.tracestate " \
-	"  ELSE " JQ_SESSION_TRACESTATE_SQL " END, " \
+	"traceparent = COALESCE(" TRACEPARENT ", j.traceparent), " \
+	"tracestate = CASE WHEN " TRACEPARENT "::text IS NULL THEN j.tracestate " \
+	"  ELSE " TRACESTATE " END, " \
 	"errors = " JQ_APPEND_ERROR_SQL( \
-		"pg_catalog.jsonb_build_object('event', 'replay', 'at', " NOW ", " \
-		"'by', " BY ", 'previous_status', j.status)", KEEP) " "
+		ENTRY " || pg_catalog.jsonb_object('{previous_status}'::text[], " \
+		"ARRAY[CASE WHEN j.status = 'dead' THEN 'dead' ELSE 'cancelled' END])", KEEP) " "
 
 /*
  * Reap the jobs of CTE c (running jobs whose lease expired, locked): a
@@ -817,25 +824,25 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	/*
 	 * JQ_PLAN_COMPLETE_KEEP: $1 id, $2 token, $3 now, $4 result, $5 the
 	 * queues with notify_finished, $6 the queues that keep no history
-	 * (queuecache.c).  Only the current lease holder, before its lease
+	 * (queuecache.c), $7 the job's queue.  Only the current lease holder, before its lease
 	 * expires, may complete.  Outcome; no row when the completion is
 	 * refused (then JQ_PLAN_COMPLETE_REFUSED) or the job's queue keeps no
 	 * history (then JQ_PLAN_COMPLETE_DELETE, with the same parameters).
 	 */
 	[JQ_PLAN_COMPLETE_KEEP] = {
-		JQ_SUCCEED_KEEP_SQL("$3", "$4", "", JQ_LEASE_HELD_SQL("$1", "$2", "$3"), "$6", "$5"),
-		6, {INT8OID, INT8OID, TIMESTAMPTZOID, JSONBOID, TEXTARRAYOID, TEXTARRAYOID},
-		.name = "complete keep"
+		JQ_SUCCEED_KEEP_SQL("$3", "$4", "", JQ_LEASE_HELD_SQL("$7", "$1", "$2", "$3"), "$6", "$5"),
+		7, {INT8OID, INT8OID, TIMESTAMPTZOID, JSONBOID, TEXTARRAYOID, TEXTARRAYOID, TEXTOID},
+		.name = "complete keep", .dist = JQ_DIST_GENERIC
 	},
 	[JQ_PLAN_COMPLETE_DELETE] = {
-		JQ_SUCCEED_DELETE_SQL("$3", "", JQ_LEASE_HELD_SQL("$1", "$2", "$3"), "$6", "$5"),
-		6, {INT8OID, INT8OID, TIMESTAMPTZOID, JSONBOID, TEXTARRAYOID, TEXTARRAYOID},
-		.name = "complete delete"
+		JQ_SUCCEED_DELETE_SQL("$3", "", JQ_LEASE_HELD_SQL("$7", "$1", "$2", "$3"), "$6", "$5"),
+		7, {INT8OID, INT8OID, TIMESTAMPTZOID, JSONBOID, TEXTARRAYOID, TEXTARRAYOID, TEXTOID},
+		.name = "complete delete", .dist = JQ_DIST_GENERIC
 	},
 	/*
 	 * JQ_PLAN_COMPLETE_MANY_KEEP: $1 ids, $2 tokens, $3 now, $4 results
-	 * (NULL: none), $5 and $6 as for JQ_PLAN_COMPLETE_KEEP; the same rule
-	 * per job.  The triples come from ROWS FROM (the multi-array unnest(a,
+	 * (NULL: none), $5 and $6 as for JQ_PLAN_COMPLETE_KEEP, $7 the jobs'
+	 * queue; the same rule per job.  The triples come from ROWS FROM (the multi-array unnest(a,
 	 * b) is a parser shorthand for it that exists only unqualified), which
 	 * pads a NULL or shorter results array with NULLs.  Outcome of the jobs
 	 * completed; JQ_PLAN_COMPLETE_MANY_DELETE for the jobs of the queues
@@ -845,40 +852,43 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	[JQ_PLAN_COMPLETE_MANY_KEEP] = {
 		JQ_SUCCEED_KEEP_SQL("$3", "t.result", "FROM " JQ_COMPLETE_LIST_SQL,
 							JQ_COMPLETE_MANY_SQL, "$6", "$5"),
-		6, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, JSONBARRAYOID, TEXTARRAYOID,
-		TEXTARRAYOID},
+		7, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, JSONBARRAYOID, TEXTARRAYOID,
+		TEXTARRAYOID, TEXTOID},
 		.name = "complete many keep"
 	},
 	[JQ_PLAN_COMPLETE_MANY_DELETE] = {
 		JQ_SUCCEED_DELETE_SQL("$3", ", " JQ_COMPLETE_LIST_SQL, JQ_COMPLETE_MANY_SQL,
 							  "$6", "$5"),
-		6, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, JSONBARRAYOID, TEXTARRAYOID,
-		TEXTARRAYOID},
+		7, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, JSONBARRAYOID, TEXTARRAYOID,
+		TEXTARRAYOID, TEXTOID},
 		.name = "complete many delete"
 	},
 	/*
-	 * JQ_PLAN_COMPLETE_REFUSED: $1 id.  After JQ_PLAN_COMPLETE_* changed
-	 * nothing: the outcome of a refused completion, with the job's queue
-	 * (no row when the job does not exist).
+	 * JQ_PLAN_COMPLETE_REFUSED: $1 id, $2 queue.  After JQ_PLAN_COMPLETE_*
+	 * changed nothing: the outcome of a refused completion, with the job's
+	 * queue (no row when the queue has no such job).
 	 */
 	[JQ_PLAN_COMPLETE_REFUSED] = {
 		"SELECT " JQ_REFUSED_SQL("j.queue_name", "j.id") " FROM jobqueue.jobs j "
-		"WHERE j.id = $1",
-		1, {INT8OID},
-		.name = "complete refused", .read_only = true
+		"WHERE j.queue_name = $2 AND j.id = $1",
+		2, {INT8OID, TEXTOID},
+		.name = "complete refused", .read_only = true, .dist = JQ_DIST_GENERIC
 	},
 	/*
-	 * JQ_PLAN_COMPLETE_MANY_REFUSED: $1 ids asked for, $2 ids completed.
-	 * After JQ_PLAN_COMPLETE_MANY_* completed fewer than asked: a row with
-	 * status NULL for each other id (its queue NULL when the job does not
-	 * exist).
+	 * JQ_PLAN_COMPLETE_MANY_REFUSED: $1 ids asked for, $2 ids completed, $3
+	 * the queue the ids were completed in (NULL: each job's own queue, a
+	 * read of every queue: the refused ids of a call by ids alone).  After
+	 * JQ_PLAN_COMPLETE_MANY_* completed fewer than asked: a row with
+	 * status NULL for each other id (its queue NULL when that queue has no
+	 * such job).
 	 */
 	[JQ_PLAN_COMPLETE_MANY_REFUSED] = {
 		"SELECT " JQ_REFUSED_SQL("j.queue_name", "r.id") " "
 		"FROM (SELECT DISTINCT a.id FROM pg_catalog.unnest($1) AS a(id) "
 		"      WHERE a.id <> ALL ($2)) r "
-		"  LEFT JOIN jobqueue.jobs j ON j.id = r.id",
-		2, {INT8ARRAYOID, INT8ARRAYOID},
+		"  LEFT JOIN jobqueue.jobs j ON j.id = r.id "
+		"    AND ($3::text IS NULL OR j.queue_name = $3)",
+		3, {INT8ARRAYOID, INT8ARRAYOID, TEXTOID},
 		.name = "complete many refused", .read_only = true
 	},
 	/*
@@ -886,8 +896,8 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * (jq_attempt_entry: at, code, message, retryable, detail, stack), $5
 	 * retryable, $6 retry at (NULL: the queue's backoff), $7 now, $8
 	 * history length, $9 now's epoch, $10 jitter (a float8 in [0, 1), from
-	 * pg_prng).  Retry when the error is retryable and attempts are left,
-	 * else dead.  Outcome.  The new available_at, the history entry and
+	 * pg_prng), $11 the job's queue.  Retry when the error is retryable and
+	 * attempts are left, else dead.  Outcome.  The new available_at, the history entry and
 	 * every other value written come from IMMUTABLE functions of the row
 	 * and the parameters.
 	 */
@@ -899,38 +909,43 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 									"j.attempt_count", "$10")) ")",
 			"$3", JQ_ATTEMPT_ENTRY_OF_SQL("$4"), "$8")
 		"FROM jobqueue.queues q "
-		"WHERE q.queue_name = j.queue_name AND " JQ_LEASE_HELD_SQL("$1", "$2", "$7") " "
+		"WHERE q.queue_name = $11 AND " JQ_LEASE_HELD_SQL("$11", "$1", "$2", "$7") " "
 		"RETURNING " JQ_OUTCOME_SQL("$7", "q.notify", "q.notify_finished") ", "
 		JQ_FAILED_OUTCOME_SQL,
-		10, {INT8OID, INT8OID, TEXTOID, JSONBOID, BOOLOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
-		INT4OID, FLOAT8OID, FLOAT8OID},
+		11, {INT8OID, INT8OID, TEXTOID, JSONBOID, BOOLOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+		INT4OID, FLOAT8OID, FLOAT8OID, TEXTOID},
 		.name = "fail"
 	},
 	/*
-	 * JQ_PLAN_HEARTBEAT: $1 id, $2 token, $3 extend, $4 now.  Never past
-	 * started_at + max_runtime.  Outcome, then the new expiry; when refused
-	 * (the lease is lost or the runtime used up) the job's queue with status
-	 * NULL, as for JQ_PLAN_COMPLETE_REFUSED.
+	 * JQ_PLAN_HEARTBEAT: $1 id, $2 token, $3 the new expiry (now + extend
+	 * or the queue's lease_duration), $4 now, $5 the job's queue, $6 now -
+	 * max_runtime (a job that started later has runtime left), $7
+	 * max_runtime in seconds; $3 and $6 computed in C from the cached
+	 * settings (queuecache.c).  Never past started_at + max_runtime, also
+	 * computed with IMMUTABLE functions (JQ_EPOCH_PLUS_SQL).  Outcome, then
+	 * the new expiry; when refused (the lease is lost or the runtime used
+	 * up) the job's queue with status NULL, as for
+	 * JQ_PLAN_COMPLETE_REFUSED.
 	 */
 	[JQ_PLAN_HEARTBEAT] = {
-		"WITH u AS (UPDATE jobqueue.jobs j SET lease_expires_at = LEAST("
-		"               $4 + COALESCE($3, q.lease_duration), "
-		"               j.started_at + q.max_runtime) "
-		"           FROM jobqueue.queues q "
-		"           WHERE q.queue_name = j.queue_name "
-		"             AND " JQ_LEASE_HELD_SQL("$1", "$2", "$4") " "
-		"             AND j.started_at + q.max_runtime > $4 "
+		"WITH u AS (UPDATE jobqueue.jobs j SET lease_expires_at = LEAST($3, "
+		"               " JQ_EPOCH_PLUS_SQL(JQ_EPOCH_OF_SQL("j.started_at"), "$7") ") "
+		"           WHERE " JQ_LEASE_HELD_SQL("$5", "$1", "$2", "$4") " "
+		"             AND j.started_at > $6 "
 		"           RETURNING " JQ_OUTCOME_SQL("$4", "false", "false") ", j.lease_expires_at) "
 		"SELECT * FROM u "
 		"UNION ALL "
 		"SELECT " JQ_REFUSED_SQL("j.queue_name", "j.id") ", NULL::timestamptz "
-		"FROM jobqueue.jobs j WHERE j.id = $1 AND NOT EXISTS (SELECT FROM u)",
-		4, {INT8OID, INT8OID, INTERVALOID, TIMESTAMPTZOID},
+		"FROM jobqueue.jobs j WHERE j.queue_name = $5 AND j.id = $1 "
+		"  AND NOT EXISTS (SELECT FROM u)",
+		7, {INT8OID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID,
+		FLOAT8OID},
 		.name = "heartbeat"
 	},
 	/*
 	 * JQ_PLAN_RELEASE: $1 id, $2 token, $3 ready at (now + delay, computed
-	 * in C: timestamptz + interval is STABLE), $4 now.  The attempt is
+	 * in C: timestamptz + interval is STABLE), $4 now, $5 the job's queue.
+	 * The attempt is
 	 * given back, the token stays incremented so the old holder is fenced.
 	 * Outcome, with the attempt's start read from the row before the
 	 * UPDATE (o), which clears it.
@@ -939,14 +954,15 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"UPDATE jobqueue.jobs j SET status = 'pending', "
 		"  attempt_count = j.attempt_count - 1, available_at = $3, "
 		"  lease_owner = NULL, lease_expires_at = NULL, started_at = NULL "
-		"FROM (SELECT o.started_at FROM jobqueue.jobs o WHERE o.id = $1) o "
-		"WHERE " JQ_LEASE_HELD_SQL("$1", "$2", "$4") " "
+		"FROM (SELECT o.started_at FROM jobqueue.jobs o "
+		"      WHERE o.queue_name = $5 AND o.id = $1) o "
+		"WHERE " JQ_LEASE_HELD_SQL("$5", "$1", "$2", "$4") " "
 		"RETURNING " JQ_OUTCOME_STARTED_SQL("$4", JQ_QUEUE_NOTIFY_SQL, "false", "o.started_at"),
-		4, {INT8OID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID},
+		5, {INT8OID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID},
 		.name = "release"
 	},
 	/*
-	 * JQ_PLAN_CANCEL: $1 id, $2 now.  Outcome.  A job that has not finished
+	 * JQ_PLAN_CANCEL: $1 id, $2 now, $3 the job's queue.  Outcome.  A job that has not finished
 	 * (pending, running, waiting) is written as the statuses of 1.0 it is
 	 * not: on a schema not updated yet, the statement then fails on the
 	 * first column 1.2 added (42703), as every other job function does,
@@ -955,26 +971,31 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	[JQ_PLAN_CANCEL] = {
 		"UPDATE jobqueue.jobs j SET status = 'cancelled', finished_at = $2, "
 		"  lease_expires_at = NULL "
-		"WHERE j.id = $1 AND j.status NOT IN ('succeeded', 'dead', 'cancelled') "
+		"WHERE j.queue_name = $3 AND j.id = $1 "
+		"  AND j.status NOT IN ('succeeded', 'dead', 'cancelled') "
 		"RETURNING " JQ_OUTCOME_SQL("$2", "false", JQ_QUEUE_NOTIFY_FINISHED_SQL),
-		2, {INT8OID, TIMESTAMPTZOID},
+		3, {INT8OID, TIMESTAMPTZOID, TEXTOID},
 		.name = "cancel"
 	},
 	/*
-	 * JQ_PLAN_RETRY: $1 id, $2 run_at, $3 now, $4 user, $5 history length.
-	 * The replay is recorded in the history, which is otherwise kept.
-	 * Outcome.
+	 * JQ_PLAN_RETRY: $1 id, $2 run_at, $3 now, $4 user, $5 history length,
+	 * $6 the job's queue, $7 and $8 the session's trace context, $9 the
+	 * history entry (jq_replay_entry).  The replay is recorded in the
+	 * history, which is otherwise kept.  Outcome.
 	 */
 	[JQ_PLAN_RETRY] = {
-		"UPDATE jobqueue.jobs j SET " JQ_REPLAY_SQL("COALESCE($2, $3)", "$3", "$4", "$5")
-		"WHERE j.id = $1 AND j.status IN ('dead', 'cancelled') "
+		"UPDATE jobqueue.jobs j SET " JQ_REPLAY_SQL("COALESCE($2, $3)", "$9", "$5", "$7", "$8")
+		"WHERE j.queue_name = $6 AND j.id = $1 AND j.status IN ('dead', 'cancelled') "
 		"RETURNING " JQ_OUTCOME_SQL("$3", JQ_QUEUE_NOTIFY_SQL, "false"),
-		5, {INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, INT4OID},
+		9, {INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, INT4OID, TEXTOID, TEXTOID,
+		TEXTOID, JSONBOID},
 		.name = "retry"
 	},
 	/*
 	 * JQ_PLAN_RETRY_DEAD: $1 queue, $2 error code or NULL, $3 max jobs, $4
-	 * now, $5 user, $6 history length.  Oldest dead jobs first.  Outcome.
+	 * now, $5 user, $6 history length, $7 and $8 the session's trace
+	 * context, $9 the history entry (jq_replay_entry).  Oldest dead jobs
+	 * first.  Outcome.
 	 */
 	[JQ_PLAN_RETRY_DEAD] = {
 		"WITH c AS (SELECT j.id FROM jobqueue.jobs j "
@@ -982,10 +1003,11 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"             AND ($2::text IS NULL OR j.last_error_code = $2) "
 		"           ORDER BY j.finished_at, j.id LIMIT $3 "
 		"           FOR NO KEY UPDATE OF j SKIP LOCKED) "
-		"UPDATE jobqueue.jobs j SET " JQ_REPLAY_SQL("$4", "$4", "$5", "$6")
-		"WHERE j.id = ANY (ARRAY(SELECT c.id FROM c)) "
+		"UPDATE jobqueue.jobs j SET " JQ_REPLAY_SQL("$4", "$9", "$6", "$7", "$8")
+		"WHERE j.queue_name = $1 AND j.id = ANY (ARRAY(SELECT c.id FROM c)) "
 		"RETURNING " JQ_OUTCOME_SQL("$4", JQ_QUEUE_NOTIFY_SQL, "false"),
-		6, {TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID, TEXTOID, INT4OID},
+		9, {TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID, TEXTOID, INT4OID, TEXTOID, TEXTOID,
+		JSONBOID},
 		.name = "retry dead"
 	},
 	/*
@@ -1139,18 +1161,18 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 */
 
 	/*
-	 * JQ_PLAN_PROGRESS: $1 id, $2 token, $3 progress, $4 now.  Fenced as
-	 * heartbeat is; the lease is not extended.  Outcome.
+	 * JQ_PLAN_PROGRESS: $1 id, $2 token, $3 progress, $4 now, $5 the job's
+	 * queue.  Fenced as heartbeat is; the lease is not extended.  Outcome.
 	 */
 	[JQ_PLAN_PROGRESS] = {
 		"UPDATE jobqueue.jobs j SET progress = $3 "
-		"WHERE " JQ_LEASE_HELD_SQL("$1", "$2", "$4") " "
+		"WHERE " JQ_LEASE_HELD_SQL("$5", "$1", "$2", "$4") " "
 		"RETURNING " JQ_OUTCOME_SQL("$4", "false", "false"),
-		4, {INT8OID, INT8OID, JSONBOID, TIMESTAMPTZOID},
-		.name = "progress"
+		5, {INT8OID, INT8OID, JSONBOID, TIMESTAMPTZOID, TEXTOID},
+		.name = "progress", .dist = JQ_DIST_GENERIC
 	},
 	/*
-	 * JQ_PLAN_JOB: $1 id.  The columns of jq_job(), in its order.  When
+	 * JQ_PLAN_JOB: $1 id, $2 its queue.  The columns of jq_job(), in its order.  When
 	 * jobs gets group_key (fair claiming), it goes after j.priority here
 	 * and in the function's definition.
 	 */
@@ -1163,8 +1185,8 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"    SELECT d.depends_on FROM jobqueue.job_dependencies d "
 		"    WHERE d.job_id = j.id ORDER BY d.depends_on) END, "
 		"  j.debounce_key, j.start_by, j.cost "
-		"FROM jobqueue.jobs j WHERE j.id = $1",
-		1, {INT8OID},
+		"FROM jobqueue.jobs j WHERE j.queue_name = $2 AND j.id = $1",
+		2, {INT8OID, TEXTOID},
 		.name = "job", .read_only = true
 	},
 	/*
@@ -2015,6 +2037,29 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"             WHERE q.retention = interval '0' ORDER BY q.queue_name)",
 		0, {InvalidOid},
 		.name = "completion queues", .read_only = true
+	},
+	/*
+	 * JQ_PLAN_JOB_QUEUE: $1 id.  The job's queue (no row: no such job), for
+	 * the calls by id alone, which then run the statement of the queue-first
+	 * call.  On Citus a read of every shard, but no write: the write that
+	 * follows goes to one shard.
+	 */
+	[JQ_PLAN_JOB_QUEUE] = {
+		"SELECT j.queue_name FROM jobqueue.jobs j WHERE j.id = $1",
+		1, {INT8OID},
+		.name = "job queue", .read_only = true, .dist = JQ_DIST_NODE
+	},
+	/*
+	 * JQ_PLAN_JOBS_QUEUES: $1 ids, $2 a queue to leave out (NULL: none).
+	 * The queues of those jobs, in name order (as JQ_PLAN_JOB_QUEUE, for a
+	 * completion of many by ids alone).
+	 */
+	[JQ_PLAN_JOBS_QUEUES] = {
+		"SELECT DISTINCT j.queue_name FROM jobqueue.jobs j "
+		"WHERE j.id = ANY ($1) AND ($2::text IS NULL OR j.queue_name <> $2) "
+		"ORDER BY j.queue_name",
+		2, {INT8ARRAYOID, TEXTOID},
+		.name = "jobs queues", .read_only = true, .dist = JQ_DIST_NODE
 	},
 	/* JQ_PLAN_QUEUE_RATE: $1 queue.  Its rate limit and burst, or NULLs. */
 	[JQ_PLAN_QUEUE_RATE] = {

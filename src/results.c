@@ -20,7 +20,9 @@
 #include "utils/timestamp.h"
 
 PG_FUNCTION_INFO_V1(jq_progress);
+PG_FUNCTION_INFO_V1(jq_progress_in_queue);
 PG_FUNCTION_INFO_V1(jq_job);
+PG_FUNCTION_INFO_V1(jq_job_in_queue);
 
 int			jq_max_result_size = 1024 * 1024;
 
@@ -64,52 +66,75 @@ jq_check_result(Datum value, const char *what)
 
 /*
  * jq_progress(id, token, progress) returns boolean
+ * jq_progress(queue_name, id, token, progress) returns boolean
  *
  * Replaces the progress of a job the caller holds.  True when the caller
  * held the current, unexpired lease; false (and nothing changed)
- * otherwise.  The lease is not extended.
+ * otherwise (also: queue-first, a job of another queue).  The lease is not
+ * extended.
  */
-Datum
-jq_progress(PG_FUNCTION_ARGS)
+static Datum
+jq_progress_call(FunctionCallInfo fcinfo, bool queue_first)
 {
-	Datum		values[4];
+	int			off = queue_first ? 1 : 0;
+	char	   *call_queue = jq_arg_call_queue(fcinfo, queue_first);
+	Datum		values[5];
+	char		nulls[5] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL};
 	bool		done;
 
-	values[0] = Int64GetDatum(jq_arg_int8(fcinfo, 0, "job id"));
-	values[1] = Int64GetDatum(jq_arg_int8(fcinfo, 1, "token"));
-	values[2] = jq_arg_required(fcinfo, 2, "progress");
+	values[0] = Int64GetDatum(jq_arg_int8(fcinfo, off, "job id"));
+	values[1] = Int64GetDatum(jq_arg_int8(fcinfo, off + 1, "token"));
+	values[2] = jq_arg_required(fcinfo, off + 2, "progress");
 	jq_check_result(values[2], "progress");
 	values[3] = TimestampTzGetDatum(GetCurrentTimestamp());
 
 	jq_spi_connect();
-	jq_execute(JQ_PLAN_PROGRESS, values, NULL, SPI_OK_UPDATE_RETURNING);
+	values[4] = jq_call_queue(call_queue, DatumGetInt64(values[0]), &nulls[4]);
+	jq_execute(JQ_PLAN_PROGRESS, values, nulls, SPI_OK_UPDATE_RETURNING);
 	done = (jq_note_outcome(JQ_TR_PROGRESS, 0, NULL, NULL, NULL) == 1);
 	jq_spi_finish();
 
 	PG_RETURN_BOOL(done);
 }
 
+Datum
+jq_progress(PG_FUNCTION_ARGS)
+{
+	return jq_progress_call(fcinfo, false);
+}
+
+Datum
+jq_progress_in_queue(PG_FUNCTION_ARGS)
+{
+	return jq_progress_call(fcinfo, true);
+}
+
 /*
  * jq_job(id) returns table(id, queue_name, status, attempt, max_attempts,
  *		priority, result, progress, last_error_code, errors, created_at,
  *		available_at, started_at, finished_at, waiting_for)
+ * jq_job(queue_name, id) returns the same table
  *
- * One row, or none for an unknown id.  waiting_for: the dependencies that
+ * One row, or none for an unknown id (queue-first: for a job of another
+ * queue; an unknown queue is an error).  waiting_for: the dependencies that
  * have not succeeded (NULL when there are none): what a waiting job waits
  * for, or what a job cancelled because of a dependency still lacks.
  */
-Datum
-jq_job(PG_FUNCTION_ARGS)
+static Datum
+jq_job_call(FunctionCallInfo fcinfo, bool queue_first)
 {
-	Datum		values[1];
+	char	   *call_queue = jq_arg_call_queue(fcinfo, queue_first);
+	Datum		values[2];
+	char		nulls[2] = {JQ_NOTNULL, JQ_NOTNULL};
 	TupleDesc	tupdesc;
 	Tuplestorestate *tupstore;
 
-	values[0] = Int64GetDatum(jq_arg_int8(fcinfo, 0, "job id"));
+	values[0] = Int64GetDatum(jq_arg_int8(fcinfo, queue_first ? 1 : 0, "job id"));
 	tupstore = jq_srf_init(fcinfo, &tupdesc);
 
 	jq_spi_connect();
-	jq_execute(JQ_PLAN_JOB, values, NULL, SPI_OK_SELECT);
+	values[1] = jq_call_queue(call_queue, DatumGetInt64(values[0]), &nulls[1]);
+	jq_execute(JQ_PLAN_JOB, values, nulls, SPI_OK_SELECT);
 	if (SPI_processed == 1)
 	{
 		Datum	   *row = palloc(sizeof(Datum) * SPI_tuptable->tupdesc->natts);
@@ -128,4 +153,16 @@ jq_job(PG_FUNCTION_ARGS)
 	jq_spi_finish();
 
 	return (Datum) 0;
+}
+
+Datum
+jq_job(PG_FUNCTION_ARGS)
+{
+	return jq_job_call(fcinfo, false);
+}
+
+Datum
+jq_job_in_queue(PG_FUNCTION_ARGS)
+{
+	return jq_job_call(fcinfo, true);
 }

@@ -157,6 +157,32 @@ jq_trace_guc_init(void)
 }
 
 /*
+ * The session's trace context, jobqueue.traceparent and jobqueue.tracestate,
+ * as text Datums, each NULL (nulls[i] = JQ_ISNULL) when empty: parameters
+ * of the replay statements, which Citus could not run with
+ * current_setting() (STABLE) in their UPDATE.
+ */
+void
+jq_trace_session(Datum *values, char *nulls)
+{
+	const char *settings[2] = {jq_traceparent, jq_tracestate};
+
+	for (int i = 0; i < 2; i++)
+	{
+		if (settings[i] == NULL || settings[i][0] == '\0')
+		{
+			values[i] = (Datum) 0;
+			nulls[i] = JQ_ISNULL;
+		}
+		else
+		{
+			values[i] = CStringGetTextDatum(settings[i]);
+			nulls[i] = JQ_NOTNULL;
+		}
+	}
+}
+
+/*
  * The explicit trace context of a call: arguments argno (traceparent) and
  * argno + 1 (tracestate), when given, become the settings until
  * jq_trace_pop (or the end of the (sub)transaction, on an error).  With a
