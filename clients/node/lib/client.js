@@ -272,7 +272,7 @@ class Client {
 
   /** jq_job: the job (camelCase), or null when there is none of that id. */
   async job(id, options = {}) {
-    const r = await this._one('SELECT * FROM jobqueue.jq_job($1)', [id], options);
+    const r = await this._one('SELECT * FROM jobqueue.jq_job($1::bigint)', [id], options);
     return r && jobRow(r);
   }
 
@@ -362,13 +362,13 @@ class Client {
 
   /** jq_cancel: true if the job was pending or running and is now cancelled. */
   async cancel(id, options = {}) {
-    return (await this._one('SELECT jobqueue.jq_cancel($1) AS ok', [id], options)).ok;
+    return (await this._one('SELECT jobqueue.jq_cancel($1::bigint) AS ok', [id], options)).ok;
   }
 
   /** jq_retry: a dead or cancelled job pending again (at runAt: a Date or seconds from now); true if it was replayed. */
   async retry(id, options = {}) {
     checkOptions(options, ['runAt', 'client'], 'retry');
-    return (await this._one('SELECT jobqueue.jq_retry($1, run_at => $2) AS ok', [id, runAtDate(options.runAt)], options)).ok;
+    return (await this._one('SELECT jobqueue.jq_retry($1::bigint, run_at => $2) AS ok', [id, runAtDate(options.runAt)], options)).ok;
   }
 
   /** jq_retry_dead: replays up to maxJobs (100) dead jobs of the queue, of one last error code if given; resolves to how many. */

@@ -30,11 +30,11 @@ const SQL = {
   completeAndClaim: jobsJson('jobqueue.jq_complete_and_claim($1, $2::bigint[], $3::bigint[], $4, $5, NULL, $6::jsonb[])'),
   completeMany: 'SELECT id FROM jobqueue.jq_complete_many($1::bigint[], $2::bigint[], $3::jsonb[]) AS id',
   fail:
-    'SELECT jobqueue.jq_fail($1, $2, $3, $4, retryable => $5, retry_in => $6::interval, stack => $7)::text AS status',
+    'SELECT jobqueue.jq_fail($1::bigint, $2::bigint, $3, $4, retryable => $5, retry_in => $6::interval, stack => $7)::text AS status',
   heartbeat:
     "SELECT pg_catalog.date_part('epoch', h - pg_catalog.now()) AS remaining " +
-    'FROM jobqueue.jq_heartbeat($1, $2) AS h',
-  release: 'SELECT jobqueue.jq_release($1, $2) AS ok',
+    'FROM jobqueue.jq_heartbeat($1::bigint, $2::bigint) AS h',
+  release: 'SELECT jobqueue.jq_release($1::bigint, $2::bigint) AS ok',
   // At start: the extension in this database, and each queue (a call that
   // completes and claims nothing checks the queue, the owner and the
   // worker's rights).
