@@ -60,7 +60,7 @@ the counters of every node add up to the cluster's
 the expired lease on worker 1 is reaped by worker 1
 the expired lease on worker 2 is reaped by worker 2
 claims within burst + rate x t
-the rate-limited claims ran without errors
+a due schedule fires once
 no errors in the log of node 0
 no errors in the log of node 1
 no errors in the log of node 2"}
@@ -134,7 +134,8 @@ expect "jq_distribute prepares every node" 3 "$(grep -c '^node [0-9]*: jobs: pri
 expect "jq_distribute a second time does nothing" "" "$(psql_n 0 -c 'SELECT * FROM jobqueue.jq_distribute()' 2>&1)"
 
 expect "tables: distributed by queue, colocated; configuration replicated" \
-	"jobqueue.group_limits h t
+	"jobqueue.admission h t
+jobqueue.group_limits h t
 jobqueue.group_rotation h t
 jobqueue.groups h t
 jobqueue.job_dependencies n f
@@ -153,7 +154,8 @@ expect "primary key (queue_name, id) and the group triggers on every shard" "t" 
 	"$(psql_n 0 -c "SELECT bool_and(result = 'PRIMARY KEY (queue_name, id) 4') AND count(*) = 32 FROM run_command_on_shards('jobqueue.jobs',
 		\$\$SELECT pg_get_constraintdef(c.oid) || ' ' || (SELECT count(*) FROM pg_trigger t WHERE t.tgrelid = '%1\$s'::regclass AND NOT t.tgisinternal)
 		  FROM pg_constraint c WHERE c.conrelid = '%1\$s'::regclass AND c.contype = 'p'\$\$)")"
-expect "the foreign keys to queues, between the distributed tables" "jobqueue.group_limits FOREIGN KEY (queue_name) REFERENCES jobqueue.queues(queue_name) ON DELETE CASCADE
+expect "the foreign keys to queues, between the distributed tables" "jobqueue.admission FOREIGN KEY (queue_name) REFERENCES jobqueue.queues(queue_name) ON DELETE CASCADE
+jobqueue.group_limits FOREIGN KEY (queue_name) REFERENCES jobqueue.queues(queue_name) ON DELETE CASCADE
 jobqueue.group_rotation FOREIGN KEY (queue_name) REFERENCES jobqueue.queues(queue_name) ON DELETE CASCADE" \
 	"$(psql_n 0 -F ' ' -c "SELECT conrelid::regclass, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid::regclass::text LIKE 'jobqueue.%' AND contype = 'f' ORDER BY conrelid::regclass::text")"
 expect "every node hands out its own id range" "1 281474976710657 562949953421313" \
