@@ -31,7 +31,7 @@ PROVE_TESTS = $(sort $(wildcard test/t/*.pl))
 # Warnings are errors; the -Wno-* are the ones PostgreSQL's own headers trip.
 PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter \
 	-Wno-missing-field-initializers -Wno-sign-compare -Wno-cast-function-type
-PG_CPPFLAGS = -I$(srcdir)/src
+PG_CPPFLAGS = -I$(srcdir)/src -DJQ_LIBRARY_VERSION='"$(EXTVERSION)"'
 
 EXTRA_CLEAN = tmp_check_regress tmp_check_pgtap results_pgtap
 
@@ -42,6 +42,8 @@ include $(PGXS)
 # Every file includes src/jobqueue.h (the plan numbers, the shared structs):
 # a change to it must rebuild them all, or the files of one build disagree.
 $(OBJS): src/jobqueue.h
+# jq_version() reports the version the library was built as.
+src/version.o: $(EXTENSION).control
 
 # The TAP tests share test/perl/JobqueueTest.pm.  prove runs in $(srcdir),
 # so the path is relative to it; PGXS resets PROVE_FLAGS (it is the user's,

@@ -115,6 +115,39 @@ jq_workdir() {
 	echo "$dir"
 }
 
+# The source of the release before the current version, into DIR, for the
+# test of updates run against the previous library
+# (test/t/028_library_version.pl): the tag v<previous> when there is one,
+# else the parent of the commit that set default_version to the current
+# one.  Without the git history it says so and extracts nothing (the test
+# then skips, saying why).
+jq_previous_release() {
+	local dest=$1 current rev prev
+	local version_re="s/^default_version[[:space:]]*=[[:space:]]*'\\([^']*\\)'.*/\\1/p"
+	if ! git -C "$JQ_ROOT" rev-parse --git-dir >/dev/null 2>&1; then
+		log "no git history: the test against the previous release's library will skip"
+		return 0
+	fi
+	current=$(sed -n "$version_re" "$JQ_ROOT/jobqueue.control")
+	rev=$(git -C "$JQ_ROOT" log --format=%H -1 -G"^default_version = '$current'" -- jobqueue.control)
+	if [ -z "$rev" ] || ! git -C "$JQ_ROOT" rev-parse -q --verify "$rev^" >/dev/null; then
+		log "no release before $current in the git history: the test against its library will skip"
+		return 0
+	fi
+	prev=$(git -C "$JQ_ROOT" show "$rev^:jobqueue.control" | sed -n "$version_re")
+	if git -C "$JQ_ROOT" rev-parse -q --verify "refs/tags/v$prev" >/dev/null; then
+		rev="v$prev"
+	else
+		rev="$rev^"
+	fi
+	log "extracting release $prev ($rev) for the update tests"
+	mkdir -p "$dest"
+	git -C "$JQ_ROOT" archive "$rev" | tar -C "$dest" -xf -
+	if [ "$(id -u)" -eq 0 ]; then
+		chown -R "$JQ_PGUSER" "$dest"
+	fi
+}
+
 # Build with warnings as errors and install the extension.
 jq_build_install() {
 	local dir=$1

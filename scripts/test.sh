@@ -21,6 +21,7 @@ perl "$JQ_ROOT/scripts/check_meta.pl" "$JQ_ROOT"
 jq_install_packages
 dir=$(jq_workdir test)
 jq_build_install "$dir"
+jq_previous_release "$dir/previous-release"
 
 log "running the test suite in $dir"
 set +e

@@ -8,6 +8,30 @@
 -- fresh CREATE EXTENSION runs 1.0 and every upgrade script up to this one.
 
 ------------------------------------------------------------------------------
+-- Which library is loaded: jq_version(), created first, so that an update
+-- run while the 1.3 library is still loaded (installed, not yet restarted)
+-- stops here and says why
+------------------------------------------------------------------------------
+
+DO $$
+BEGIN
+	CREATE FUNCTION jobqueue.jq_version(OUT library_version text, OUT extension_version text)
+	RETURNS record
+	AS 'MODULE_PATHNAME', 'jq_version'
+	LANGUAGE C STABLE PARALLEL SAFE;
+EXCEPTION WHEN undefined_function THEN
+	-- the loaded library lacks the symbol: it is older than 1.4
+	RAISE EXCEPTION 'the jobqueue library loaded in this session is older than version 1.4'
+		USING ERRCODE = 'object_not_in_prerequisite_state',
+			DETAIL = SQLERRM,
+			HINT = 'Restart the server so that the new library is loaded (a new session is enough when jobqueue is not in shared_preload_libraries), then run ALTER EXTENSION jobqueue UPDATE again.';
+END
+$$;
+COMMENT ON FUNCTION jobqueue.jq_version() IS
+	'the version of the library this session runs and that of the extension in this database (they differ between make install and the restart, or between the restart and ALTER EXTENSION UPDATE)';
+REVOKE ALL ON FUNCTION jobqueue.jq_version() FROM PUBLIC;
+
+------------------------------------------------------------------------------
 -- Operators see what they manage: stack traces of failures, jq_jobs,
 -- jq_schedules
 ------------------------------------------------------------------------------
@@ -107,7 +131,7 @@ COMMENT ON FUNCTION jobqueue.jq_schedules() IS
 REVOKE ALL ON FUNCTION jobqueue.jq_schedules() FROM PUBLIC;
 
 -- The sets of rights (jq_role_functions, at the end of this script) gain
--- jq_jobs and jq_schedules for admins and monitors ...
+-- jq_jobs, jq_schedules and jq_version for admins and monitors ...
 COMMENT ON FUNCTION jobqueue.jq_grant_admin(regrole) IS
 	'let a role manage queues and schedules, list, cancel, replay, reap and purge jobs, and read statistics and counters';
 COMMENT ON FUNCTION jobqueue.jq_grant_monitor(regrole) IS
@@ -126,9 +150,9 @@ BEGIN
 		WHERE p.oid = 'jobqueue.jq_worker_status()'::pg_catalog.regprocedure
 		  AND a.privilege_type = 'EXECUTE' AND a.grantee <> 0 AND a.grantee <> p.proowner
 	LOOP
-		EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s, %s TO %s',
+		EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s, %s, %s TO %s',
 			'jobqueue.jq_jobs(text, jobqueue.job_status, integer, bigint, text, text)',
-			'jobqueue.jq_schedules()', r.grantee);
+			'jobqueue.jq_schedules()', 'jobqueue.jq_version()', r.grantee);
 	END LOOP;
 END
 $$;
@@ -1479,6 +1503,7 @@ BEGIN
 				'jobqueue.jq_error_counts(text)',
 				'jobqueue.jq_worker_status()',
 				'jobqueue.jq_worker_tasks()',
+				'jobqueue.jq_version()',
 				'jobqueue.jq_job(bigint)',
 				'jobqueue.jq_job(text, bigint)',
 				'jobqueue.jq_queue_node(text)',
@@ -1501,6 +1526,7 @@ BEGIN
 				'jobqueue.jq_error_counts(text)',
 				'jobqueue.jq_worker_status()',
 				'jobqueue.jq_worker_tasks()',
+				'jobqueue.jq_version()',
 				'jobqueue.jq_jobs(text, jobqueue.job_status, integer, bigint, text, text)',
 				'jobqueue.jq_group_stats(text)',
 				'jobqueue.jq_group_limits(text)',

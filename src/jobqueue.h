@@ -279,6 +279,10 @@ extern ArrayType *jq_arg_group_keys(FunctionCallInfo fcinfo, int argno,
 	" OR q.fairness IN ('round_robin', 'fair_share'))"
 
 extern bool jq_ordering_installed(void);
+
+/* version.c */
+extern char *jq_extension_version(void);
+extern void jq_warn_schema_version(void);
 extern void jq_ordering_set_policy(FunctionCallInfo fcinfo, int argno,
 								   const char *queue_name, bool alter);
 extern int64 jq_groups_repair(const char *queue_name);

@@ -779,6 +779,7 @@ jq_worker_main(Datum main_arg)
 	/* is the extension here at all?  (leaves if not) */
 	if (!jq_work_begin("checking for the jobqueue extension"))
 		jq_worker_leave(JQ_EXT_UNKNOWN, 0);
+	jq_warn_schema_version();
 	jq_work_end();
 
 	LWLockAcquire(jq_shared->lock, LW_EXCLUSIVE);

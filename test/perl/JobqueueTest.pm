@@ -37,6 +37,8 @@ my %quick_worker = (
 #                postgres; 0: the test creates it where it wants it.
 #   streaming => 1: a primary that standbys can stream from (its backups
 #                can start them); 0 (default): not.
+#   install_path => DIR: the PostgreSQL installation to run (default: the
+#                one on PATH).
 sub jq_node
 {
 	my ($name, %opt) = @_;
@@ -54,7 +56,8 @@ sub jq_node
 	%settings = (%settings, %quick_worker) if $worker eq 'quick';
 	%settings = (%settings, %{ $opt{settings} // {} });
 
-	my $node = PostgreSQL::Test::Cluster->new($name);
+	my $node = PostgreSQL::Test::Cluster->new($name,
+		$opt{install_path} ? (install_path => $opt{install_path}) : ());
 	$node->init(allows_streaming => $opt{streaming} // 0);
 	$node->append_conf('postgresql.conf',
 		join('', map { "$_ = '$settings{$_}'\n" } sort keys %settings))
