@@ -54,6 +54,7 @@ SELECT jobqueue.jq_set_group_limit('gc_over', 'idle-' || i, 3) FROM generate_ser
 UPDATE jobqueue.groups SET usage = 1 + (hashtext(group_key) & 1023) / 100.0,
 	usage_epoch = extract(epoch FROM now())
 WHERE queue_name IN ('gc_fair_small', 'gc_fair_big') AND hashtext(group_key) % 2 = 0;
+SELECT jobqueue.jq_alter_queue(q, fair_share_half_life => '1 hour') FROM unnest(ARRAY['gc_fair_small', 'gc_fair_big']) q;
 ANALYZE jobqueue.jobs;
 ANALYZE jobqueue.groups;
 CREATE TEMP TABLE gc_times (round int, queue text, ms float8);

@@ -71,6 +71,8 @@ SELECT sum(test_helpers.fs_fill('fs_batch', g, 1, 5)) FROM unnest(ARRAY['a', 'b'
 UPDATE jobqueue.groups SET usage = CASE group_key WHEN 'a' THEN 5 WHEN 'b' THEN 1 ELSE 3 END,
 	usage_epoch = extract(epoch FROM now())
 WHERE queue_name = 'fs_batch';
+-- usage set by hand reaches the claims' order (share_key) with a rekey
+SELECT jobqueue.jq_alter_queue('fs_batch', fair_share_half_life => '100 years');
 SELECT string_agg(j.group_key, ' ' ORDER BY c.ord) AS claimed
 FROM jobqueue.jq_claim('fs_batch', 10, 'w') WITH ORDINALITY AS c(id, payload, attempt, token, lease_expires_at, tp, ts, tor, ord)
 JOIN jobqueue.jobs j ON j.id = c.id;

@@ -1392,6 +1392,22 @@ COMMENT ON COLUMN jobqueue.groups.usage_epoch IS
 	'fair share: when usage was last charged, in seconds since the Unix epoch';
 
 /*
+ * The fair-share order of a group: log2(usage / weight) + usage_epoch /
+ * half-life, -Infinity before its first charge.  Decay leaves it as it is
+ * (it moves every group's usage by the same factor), so the claims of a
+ * fair-share queue walk the groups in usage order through an index
+ * instead of reading every ready group.  Set with usage by the group
+ * trigger, and again by jq_set_group_limit (a new weight) and
+ * jq_alter_queue (a new half-life).  In other queues it never changes, so
+ * their updates of the row stay HOT.
+ */
+ALTER TABLE jobqueue.groups
+	ADD COLUMN share_key double precision NOT NULL DEFAULT '-Infinity';
+COMMENT ON COLUMN jobqueue.groups.share_key IS
+	'fair share: log2(usage / weight) + usage_epoch / half-life, the order in which claims serve the groups';
+CREATE INDEX groups_share_idx ON jobqueue.groups (queue_name, share_key, group_key);
+
+/*
  * Per-group rate limits: a group's tokens as of rate_epoch (Unix epoch
  * seconds; 0: never debited, a full bucket).  Debited by the claim that
  * leases the group's jobs, on the row it holds locked; refilled on read.

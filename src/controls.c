@@ -443,6 +443,12 @@ jq_controls_set_policy(FunctionCallInfo fcinfo, int argno,
 					7, argtypes, values, nulls, SPI_OK_UPDATE);
 	if (SPI_processed == 0)
 		jq_raise_unknown_queue(queue_name);
+	/* a new half-life: the groups' fair-share keys are counted in it */
+	if (alter && nulls[6] == JQ_NOTNULL)
+	{
+		nulls[1] = JQ_ISNULL;
+		jq_execute(JQ_PLAN_GROUPS_REKEY, values, nulls, SPI_OK_UPDATE);
+	}
 }
 
 /*

@@ -153,6 +153,8 @@ jq_set_group_limit(PG_FUNCTION_ARGS)
 						"DELETE FROM jobqueue.group_limits gl "
 						"WHERE gl.queue_name = $1 AND gl.group_key = $2",
 						2, argtypes, values, nulls, SPI_OK_DELETE);
+	/* the group's place in the fair-share order follows its weight */
+	jq_execute(JQ_PLAN_GROUPS_REKEY, values, nulls, SPI_OK_UPDATE);
 	jq_spi_finish();
 	PG_RETURN_VOID();
 }

@@ -506,6 +506,48 @@
 	"  AND r.available_at <= $5 LIMIT 1), false) END "
 
 /*
+ * Fair share: the key of a group with charged usage USAGE (seconds, as of
+ * EPOCH, Unix epoch seconds) and weight W under half-life HL (seconds):
+ * log2(USAGE / W) + EPOCH / HL, -Infinity for no usage.  Decay to a later
+ * time T multiplies every group's usage by the same 2^(-(T - EPOCH) / HL),
+ * which adds the same to every log2(usage / weight) as T / HL takes away:
+ * the key of a group stays put until it is charged again, and the order of
+ * the keys is the order of usage per weight at any time, so an index
+ * (groups_share_idx) serves it.  Logarithms, so no overflow however long
+ * the queue lives.  Operators qualified (it runs in the trigger's
+ * statement under any search_path).
+ */
+#define JQ_SHARE_KEY_SQL(USAGE, EPOCH, W, HL) \
+	"(CASE WHEN (" USAGE ") OPERATOR(pg_catalog.>) 0::float8 " \
+	"      THEN pg_catalog.ln((" USAGE ") OPERATOR(pg_catalog./) (" W ")) " \
+	"             OPERATOR(pg_catalog./) pg_catalog.ln(2::float8) " \
+	"           OPERATOR(pg_catalog.+) (" EPOCH ") OPERATOR(pg_catalog./) (" HL ") " \
+	"      ELSE '-Infinity'::float8 END)"
+
+/* A group's fair-share weight: its override, else 1 (G: its row) */
+#define JQ_GROUP_WEIGHT_SQL(G) \
+	"COALESCE((SELECT gl.weight FROM jobqueue.group_limits gl " \
+	"          WHERE gl.queue_name OPERATOR(pg_catalog.=) " G ".queue_name " \
+	"            AND gl.group_key OPERATOR(pg_catalog.=) " G ".group_key), 1::float8)"
+
+/*
+ * One step of the fair-share walk (JQ_PLAN_CLAIM_FAIR): the next group of
+ * queue $1 in share_key order for which COND holds that can start a job,
+ * its row locked (SKIP LOCKED), with its limit, rate tokens and weight;
+ * nz: 1 when it has no running job.
+ */
+#define JQ_FAIR_STEP_SQL(COND) \
+	"SELECT gr.group_key, gr.share_key, gr.running, o.lim, o.avail, o.wt, " \
+	"       (gr.running = 0)::int AS nz " \
+	"FROM jobqueue.groups gr CROSS JOIN q CROSS JOIN LATERAL (" \
+	"  SELECT COALESCE(gl.concurrency, q.lim) AS lim, COALESCE(gl.weight, 1::float8) AS wt, " \
+	"         " JQ_GROUP_TOKENS_SQL("gr", "$6", JQ_GROUP_RATE_SQL("gl"), JQ_GROUP_BURST_SQL("gl")) " AS avail " \
+	"  FROM (SELECT) one LEFT JOIN jobqueue.group_limits gl " \
+	"    ON gl.queue_name = $1 AND gl.group_key = gr.group_key) o " \
+	"WHERE gr.queue_name = $1 AND " COND " AND " JQ_GROUP_ADMISSIBLE_SQL \
+	"ORDER BY gr.share_key, gr.group_key LIMIT 1 FOR NO KEY UPDATE OF gr SKIP LOCKED"
+
+/*
  * The groups of queue $1 that have pending jobs, in key order, found by a
  * skip scan of jobs_group_idx (one index probe per group): NAME(key), the
  * keys from the first one for which START holds (a condition on j) on, as
@@ -1599,18 +1641,22 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * as Unix epoch seconds; the claim of a queue with fairness
 	 * 'fair_share' (and no strict order).
 	 *
-	 * f: every group with ready jobs that may start one (the walk k0 over
-	 * the groups with pending jobs, read in the snapshot, no lock), with
-	 * its limit (override or default) and its charged usage per weight:
-	 * its decayed usage (jobqueue.groups, charged by the trigger when an
-	 * attempt ends) plus its running jobs' use so far, divided by its
-	 * weight (jobqueue.group_limits, default 1); smallest first, then by
-	 * key.  g0: the first n of them whose row can be locked (FOR UPDATE
-	 * SKIP LOCKED, the conditions rechecked on the newest version, as in
-	 * JQ_GROUP_BRANCH_SQL): a group another claim is serving is skipped,
-	 * the next one in usage order is taken.  From there as
-	 * JQ_PLAN_CLAIM_GROUPS with round_robin's shares: one job per group in
-	 * turn, groups in usage order, at most ceil(n / groups) each.
+	 * w: the groups that can start a job, walked in the order of their
+	 * share_key (groups_share_idx: the order of finished usage per weight,
+	 * which decay does not change), each row locked as it is reached (FOR
+	 * NO KEY UPDATE SKIP LOCKED, the conditions rechecked on the newest
+	 * version, as in JQ_GROUP_BRANCH_SQL): one index probe per group, a
+	 * group another claim serves is passed over.  A group with running
+	 * jobs is charged more than its key says (their use so far), one
+	 * without is charged exactly its key, and every group further on has a
+	 * key at least as large: the walk stops once it holds n groups without
+	 * running jobs.  f: the charged usage per weight of the groups walked
+	 * (in the log domain of share_key), smallest first, then by key; g0:
+	 * the first n.  The walk visits at most n + (groups with running jobs)
+	 * groups that can start a job, whatever the number of ready groups.
+	 * From there as JQ_PLAN_CLAIM_GROUPS with round_robin's shares: one job
+	 * per group in turn, groups in usage order, at most ceil(n / groups)
+	 * each.
 	 */
 	[JQ_PLAN_CLAIM_FAIR] = {
 		"WITH RECURSIVE q AS (SELECT q.lease_duration, q.max_runtime, q.group_concurrency AS lim, "
@@ -1620,29 +1666,20 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"             pg_catalog.date_part('epoch', q.fair_share_half_life) AS hl "
 		"           FROM jobqueue.queues q WHERE q.queue_name = $1 AND NOT q.paused "
 		"             AND q.fairness = 'fair_share' AND NOT q.group_ordered), "
-		JQ_GROUP_KEYS_SQL("k0", "true", "true") ", "
-		"f AS (SELECT gr.group_key, o.lim, o.rate, o.burst, "
-		"        (" JQ_DECAYED_USAGE_SQL("gr", "$6", "q.hl") " + " JQ_RUNNING_USAGE_SQL("gr", "$5") ") "
-		"          / o.w AS share "
-		"      FROM k0 k JOIN jobqueue.groups gr ON gr.queue_name = $1 AND gr.group_key = k.key "
-		"      CROSS JOIN q "
-		"      LEFT JOIN jobqueue.group_limits gl ON gl.queue_name = $1 AND gl.group_key = k.key "
-		"      CROSS JOIN LATERAL (SELECT COALESCE(gl.concurrency, q.lim) AS lim, "
-		"                                 COALESCE(gl.weight, 1) AS w, "
-		"                                 " JQ_GROUP_RATE_SQL("gl") " AS rate, "
-		"                                 " JQ_GROUP_BURST_SQL("gl") " AS burst) ra "
-		"      CROSS JOIN LATERAL (SELECT ra.lim, ra.w, ra.rate, ra.burst, "
-		"                                 " JQ_GROUP_TOKENS_SQL("gr", "$6", "ra.rate", "ra.burst") " AS avail) o "
-		"      WHERE k.key IS NOT NULL AND " JQ_GROUP_ADMISSIBLE_SQL " "
-		"      ORDER BY share, gr.group_key), "
-		"g0 AS (SELECT s.group_key, s.running, s.lim, s.avail, pg_catalog.row_number() OVER () AS pos "
-		"       FROM (SELECT b.group_key, b.running, b.lim, b.avail FROM f CROSS JOIN LATERAL ("
-		"               SELECT gr.group_key, gr.running, o.lim, o.avail "
-		"               FROM jobqueue.groups gr, q, LATERAL (SELECT f.lim AS lim, "
-		"                 " JQ_GROUP_TOKENS_SQL("gr", "$6", "f.rate", "f.burst") " AS avail) o "
-		"               WHERE gr.queue_name = $1 AND gr.group_key = f.group_key "
-		"                 AND " JQ_GROUP_ADMISSIBLE_SQL " "
-		"               FOR NO KEY UPDATE OF gr SKIP LOCKED) b LIMIT $2) s), "
+		"w AS (SELECT * FROM (" JQ_FAIR_STEP_SQL("true") ") s0 "
+		"      UNION ALL "
+		"      SELECT s.group_key, s.share_key, s.running, s.lim, s.avail, s.wt, "
+		"             w.nz + (s.running = 0)::int "
+		"      FROM w CROSS JOIN LATERAL (" JQ_FAIR_STEP_SQL("(gr.share_key, gr.group_key) > (w.share_key, w.group_key)") ") s "
+		"      WHERE w.nz < $2), "
+		"f AS (SELECT w.group_key, w.running, w.lim, w.avail, "
+		"        CASE WHEN w.running = 0 THEN w.share_key "
+		"             ELSE " JQ_SHARE_KEY_SQL("pg_catalog.power(2::float8, w.share_key - $6 / q.hl) * w.wt + (" JQ_RUNNING_USAGE_SQL("w", "$5") ")",
+											 "$6", "w.wt", "q.hl") " END AS k "
+		"      FROM w CROSS JOIN q), "
+		"g0 AS (SELECT f.group_key, f.running, f.lim, f.avail, "
+		"         pg_catalog.row_number() OVER (ORDER BY f.k, f.group_key) AS pos "
+		"       FROM f ORDER BY f.k, f.group_key LIMIT $2), "
 		"g AS (SELECT g0.group_key, g0.pos, false AS head_only, "
 		"        LEAST($2::bigint, "
 		"          CASE WHEN g0.group_key <> '' AND g0.lim IS NOT NULL "
@@ -1659,7 +1696,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"      ORDER BY rank LIMIT $2), "
 		"l AS (SELECT j.id FROM jobqueue.jobs j "
 		"      WHERE j.queue_name = $1 AND j.id = ANY (ARRAY(SELECT c.id FROM c)) "
-		"        AND j.status = 'pending' "
+		"        AND j.status = 'pending' AND " JQ_NOT_EXPIRED_SQL("j") " "
 		"      FOR NO KEY UPDATE OF j SKIP LOCKED), "
 		JQ_GROUP_LEASE_RATED_SQL("SELECT l.id FROM l", "$6"),
 		6, {TEXTOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, FLOAT8OID},
@@ -1761,7 +1798,11 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"                 THEN " JQ_DECAYED_USAGE_SQL("gr", "$5", "$6") " OPERATOR(pg_catalog.+) $4 "
 		"                 ELSE gr.usage END, "
 		"    usage_epoch = CASE WHEN $4 OPERATOR(pg_catalog.>) 0::float8 "
-		"                       THEN GREATEST(gr.usage_epoch, $5) ELSE gr.usage_epoch END "
+		"                       THEN GREATEST(gr.usage_epoch, $5) ELSE gr.usage_epoch END, "
+		"    share_key = CASE WHEN $4 OPERATOR(pg_catalog.>) 0::float8 "
+		"                     THEN " JQ_SHARE_KEY_SQL(JQ_DECAYED_USAGE_SQL("gr", "$5", "$6") " OPERATOR(pg_catalog.+) $4",
+												   "GREATEST(gr.usage_epoch, $5)", JQ_GROUP_WEIGHT_SQL("gr"), "$6") " "
+		"                     ELSE gr.share_key END "
 		"WHERE gr.queue_name OPERATOR(pg_catalog.=) $1 "
 		"  AND gr.group_key OPERATOR(pg_catalog.=) $2",
 		6, {TEXTOID, TEXTOID, INT4OID, FLOAT8OID, FLOAT8OID, FLOAT8OID},
@@ -1790,6 +1831,33 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"       (SELECT pg_catalog.count(*) FROM i)",
 		2, {TEXTOID, TEXTOID},
 		.name = "group create"
+	},
+	/*
+	 * JQ_PLAN_GROUPS_REKEY: $1 queue, $2 group (NULL: every group of the
+	 * queue).  Sets share_key from usage, usage_epoch, the group's weight
+	 * and the queue's half-life, after jq_set_group_limit (a weight) or
+	 * jq_alter_queue (a half-life) changed one of them; only the rows whose
+	 * key changes are locked (a group without usage keeps -Infinity, so
+	 * no claim of a queue without fair share is held up), in group key
+	 * order, the canonical order of the group rows (src/README.md): this
+	 * cannot deadlock with a statement that applies group counts.  The
+	 * key computed under the lock is of the row version locked: l's
+	 * condition is rechecked on it (READ COMMITTED).
+	 */
+	[JQ_PLAN_GROUPS_REKEY] = {
+		"WITH l AS (SELECT g.group_key, "
+		JQ_SHARE_KEY_SQL("g.usage", "g.usage_epoch", JQ_GROUP_WEIGHT_SQL("g"),
+						 "pg_catalog.date_part('epoch', q.fair_share_half_life)") " AS k "
+		"           FROM jobqueue.groups g JOIN jobqueue.queues q ON q.queue_name = g.queue_name "
+		"           WHERE g.queue_name = $1 AND ($2::text IS NULL OR g.group_key = $2) "
+		"             AND g.share_key IS DISTINCT FROM "
+		JQ_SHARE_KEY_SQL("g.usage", "g.usage_epoch", JQ_GROUP_WEIGHT_SQL("g"),
+						 "pg_catalog.date_part('epoch', q.fair_share_half_life)") " "
+		"           ORDER BY g.group_key FOR NO KEY UPDATE OF g) "
+		"UPDATE jobqueue.groups gr SET share_key = l.k FROM l "
+		"WHERE gr.queue_name = $1 AND gr.group_key = l.group_key",
+		2, {TEXTOID, TEXTOID},
+		.name = "groups rekey"
 	},
 	/*
 	 * JQ_PLAN_GROUP_STATS: $1 queue, $2 now, $3 now as Unix epoch
