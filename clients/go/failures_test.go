@@ -8,6 +8,7 @@ import (
 	"log"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -178,6 +179,123 @@ func TestSerializationFailureRetried(t *testing.T) {
 	})
 	stopWorker(t, w, done)
 	if s := w.Stats(); s.Retried < 1 || s.Completed != 1 || s.Fenced != 0 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+// A real deadlock (40P01) in the worker's batch call: the completion of
+// two jobs updates their rows, and a test trigger on jobqueue.jobs then
+// waits until another transaction, which holds an advisory lock, waits
+// for those rows, and takes that advisory lock itself: a cycle, which the
+// worker's session (the second to wait, with a short deadlock_timeout)
+// detects, and the server rolls its call back.  The call is sent again
+// (the advisory lock is free by then), and both jobs succeed once.
+func TestDeadlockInBatchRetried(t *testing.T) {
+	dsn := testDSN(t)
+	db := testDB(t)
+	ctx := context.Background()
+	c := newClient(t, dsn)
+	q := makeQueue(t, c, QueuePolicy{LeaseDuration: Duration(time.Minute)})
+	var ids []int64
+	for i := 0; i < 2; i++ {
+		id, err := c.Enqueue(ctx, q, i, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	var key int64
+	q1(t, db, &key, "SELECT hashtext($1)::bigint", q)
+	app := "jqtest-" + q
+	other := "jqtest-other-" + q
+	fn := `"jq_test_deadlock_` + q + `"`
+	if _, err := db.Exec(ctx, `CREATE FUNCTION public.`+fn+`() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			LOOP
+				IF pg_catalog.pg_try_advisory_xact_lock(`+strconv.FormatInt(key, 10)+`) THEN
+					RETURN NULL; -- the other transaction is over
+				END IF;
+				IF EXISTS (SELECT FROM pg_catalog.pg_stat_activity
+						   WHERE application_name = '`+other+`' AND wait_event_type = 'Lock') THEN
+					PERFORM pg_catalog.pg_advisory_xact_lock(`+strconv.FormatInt(key, 10)+`); -- the cycle
+					RETURN NULL;
+				END IF;
+				PERFORM pg_catalog.pg_sleep(0.01);
+			END LOOP;
+		END $$`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = db.Exec(context.Background(), `DROP FUNCTION public.`+fn+`() CASCADE`) })
+	if _, err := db.Exec(ctx, `CREATE TRIGGER `+fn+` AFTER UPDATE ON jobqueue.jobs FOR EACH ROW `+
+		`WHEN (NEW.queue_name = '`+q+`' AND NEW.status = 'succeeded') EXECUTE FUNCTION public.`+fn+`()`); err != nil {
+		t.Fatal(err)
+	}
+
+	var started sync.WaitGroup
+	started.Add(2)
+	gate := make(chan struct{})
+	logs := &syncBuffer{}
+	wdsn := withParam(withParam(dsn, "application_name="+app), "options="+url.QueryEscape("-c deadlock_timeout=100"))
+	var mu sync.Mutex
+	runs := map[int64]int{}
+	w, err := NewWorker(wdsn, WorkerOptions{Queue: q, Concurrency: 2, BatchSize: 2, PollInterval: 200 * time.Millisecond,
+		NoListen: true, Logger: log.New(logs, "", 0),
+		Handler: func(ctx context.Context, j *Job) error {
+			mu.Lock()
+			runs[j.ID]++
+			mu.Unlock()
+			started.Done()
+			<-gate
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- w.Run(context.Background()) }()
+	started.Wait()
+
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, "SET LOCAL deadlock_timeout = '10min'; SET LOCAL application_name = '"+other+"'"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "SELECT pg_catalog.pg_advisory_xact_lock($1)", key); err != nil {
+		t.Fatal(err)
+	}
+	close(gate)
+	waitFor(t, "the batch call to reach the trigger", time.Minute, func() bool {
+		var n int
+		q1(t, db, &n, "SELECT count(*)::int FROM pg_stat_activity WHERE application_name = $1 AND wait_event = 'PgSleep'", app)
+		return n == 1
+	})
+	// wait for the rows the call updated: the trigger then closes the cycle
+	if _, err := tx.Exec(ctx, "SELECT FROM jobqueue.jobs WHERE id = ANY ($1) FOR UPDATE", ids); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "both jobs to succeed", time.Minute, func() bool {
+		var n int
+		q1(t, db, &n, "SELECT count(*)::int FROM jobqueue.jobs WHERE queue_name = $1 AND status = 'succeeded'", q)
+		return n == 2
+	})
+	stopWorker(t, w, done)
+	if !strings.Contains(logs.String(), "deadlock detected") || !strings.Contains(logs.String(), "40P01") {
+		t.Fatalf("no deadlock in the worker's log:\n%s", logs.String())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, id := range ids {
+		if runs[id] != 1 {
+			t.Fatalf("job %d ran %d times", id, runs[id])
+		}
+	}
+	if s := w.Stats(); s.Retried < 1 || s.Completed != 2 || s.Fenced != 0 {
 		t.Fatalf("stats %+v", s)
 	}
 }

@@ -219,16 +219,18 @@ func (c *Client) RetryDead(ctx context.Context, queue, errorCode string, maxJobs
 	return n, err
 }
 
-// DeadJobs returns up to limit (0: 100) dead jobs of the queue, the most
-// recently finished first.  It reads the table jobqueue.jobs (its owner,
-// or a role granted SELECT on it).
+// DeadJobs returns up to limit (0: 100) dead jobs of the queue, newest
+// first (jq_jobs), with their error histories.  It needs the admin or
+// monitor set (jq_grant_admin, jq_grant_monitor), no rights on the
+// tables; for a monitor the result, progress and error history are empty
+// (jq_jobs shows them only to roles that may read jobs' data).
 func (c *Client) DeadJobs(ctx context.Context, queue string, limit int) ([]JobInfo, error) {
 	if limit == 0 {
 		limit = 100
 	}
-	rows, err := c.db(nil).Query(ctx, "SELECT "+sqlJobColumns+" FROM (SELECT d.id AS job_id, d.finished_at AS f "+
-		"FROM jobqueue.jobs d WHERE d.queue_name OPERATOR(pg_catalog.=) $1 AND d.status OPERATOR(pg_catalog.=) 'dead' "+
-		"ORDER BY d.finished_at DESC, d.id DESC LIMIT $2) d, LATERAL jobqueue.jq_job(d.job_id) ORDER BY d.f DESC, d.job_id DESC",
+	rows, err := c.db(nil).Query(ctx, "SELECT id, queue_name, status::text, attempt, max_attempts, priority, "+
+		"result::text, progress::text, last_error_code, errors::text, created_at, available_at, started_at, "+
+		"finished_at, '{}'::bigint[] FROM jobqueue.jq_jobs($1, status => 'dead', max_jobs => $2::int) ORDER BY id DESC",
 		queue, limit)
 	if err != nil {
 		return nil, err
@@ -309,11 +311,13 @@ type ScheduleInfo struct {
 	LastJobID                   *int64
 }
 
-// Schedules lists the schedules of the database, by name.  It reads the
-// table jobqueue.schedules (its owner, or a role granted SELECT on it).
+// Schedules lists the schedules of the database, by name (jq_schedules).
+// It needs the admin or monitor set, no rights on the tables; for a
+// monitor Payload is nil (jq_schedules shows payloads only to roles that
+// may read jobs' data).
 func (c *Client) Schedules(ctx context.Context) ([]ScheduleInfo, error) {
 	rows, err := c.db(nil).Query(ctx, "SELECT schedule_name, queue_name, cron, timezone, payload::text, priority, enabled, "+
-		"catch_up, next_run_at, last_run_at, last_job_id FROM jobqueue.schedules ORDER BY schedule_name")
+		"catch_up, next_run_at, last_run_at, last_job_id FROM jobqueue.jq_schedules() ORDER BY schedule_name")
 	if err != nil {
 		return nil, err
 	}
@@ -321,12 +325,14 @@ func (c *Client) Schedules(ctx context.Context) ([]ScheduleInfo, error) {
 	var out []ScheduleInfo
 	for rows.Next() {
 		var s ScheduleInfo
-		var payload string
+		var payload *string
 		if err := rows.Scan(&s.Name, &s.Queue, &s.Cron, &s.Timezone, &payload, &s.Priority, &s.Enabled, &s.CatchUp,
 			&s.NextRunAt, &s.LastRunAt, &s.LastJobID); err != nil {
 			return nil, err
 		}
-		s.Payload = json.RawMessage(payload)
+		if payload != nil {
+			s.Payload = json.RawMessage(*payload)
+		}
 		out = append(out, s)
 	}
 	return out, rows.Err()
