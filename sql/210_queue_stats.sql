@@ -45,6 +45,28 @@ SELECT jobqueue.jq_finished_count('q_stats', 'succeeded') AS succeeded,
        jobqueue.jq_finished_count('q_stats', 'cancelled') AS cancelled,
        jobqueue.jq_finished_count('q_stats_empty', 'succeeded') AS none;
 
+-- jq_queue_counts: the view's counts while they are under count_limit
+-- (here with jobs at three priorities and a blocked group), and
+-- count_limit + 1 above it
+SELECT jobqueue.jq_create_queue('q_stats_groups', group_ordered => true);
+SELECT count(jobqueue.jq_enqueue('q_stats_groups', '{}', priority => i % 3, group_key => 'g' || (i % 4),
+                                 run_at => now() + CASE WHEN i % 5 = 0 THEN interval '1 hour' ELSE interval '-1 minute' END))
+FROM generate_series(1, 40) i;
+SELECT jobqueue.jq_fail(id, token, 'E_BAD', retryable => false)
+FROM jobqueue.jq_claim('q_stats_groups', 1, 'w');
+SELECT c.queue_name,
+       (c.paused, c.ready, c.scheduled, c.running, c.expiring_soon, c.waiting, c.dead, c.succeeded,
+        c.cancelled, c.oldest_ready_age, c.oldest_dead_age, c.groups_blocked)
+       IS NOT DISTINCT FROM
+       (s.paused, s.ready, s.scheduled, s.running, s.expiring_soon, s.waiting, s.dead, s.succeeded,
+        s.cancelled, s.oldest_ready_age, s.oldest_dead_age, s.groups_blocked) AS as_queue_stats,
+       c.ready, c.scheduled, c.groups_blocked
+FROM jobqueue.jq_queue_counts() c JOIN jobqueue.queue_stats s USING (queue_name)
+WHERE c.queue_name LIKE 'q_stats%' ORDER BY 1;
+SELECT queue_name, ready, scheduled, running, dead
+FROM jobqueue.jq_queue_counts(ARRAY['q_stats', 'q_stats_groups', 'no_such_queue'], count_limit => 2);
+SELECT jobqueue.jq_queue_counts(count_limit => 0);
+
 --
 -- On a large table the view reads the partial indexes, never the whole
 -- table: 100,000 jobs, nearly all finished, in another queue.
@@ -99,9 +121,11 @@ SELECT queue_name, pending, ready, scheduled, running, expiring_soon, dead,
        cancelled BETWEEN 700 AND 1300 AS cancelled_about_right,
        oldest_ready_age >= interval '10 minutes' AS ready_for_10_minutes
 FROM jobqueue.queue_stats WHERE queue_name = 'q_stats_big';
+-- jq_queue_counts stops at count_limit + 1 (100 of each in truth)
+SELECT queue_name, ready, running, dead FROM jobqueue.jq_queue_counts(ARRAY['q_stats_big'], 10);
 
 RESET jobqueue.exact_count_limit;
 SHOW jobqueue.exact_count_limit;
 
 SELECT jobqueue.jq_drop_queue(q, force => true)
-FROM unnest(ARRAY['q_stats', 'q_stats_empty', 'q_stats_big']) q;
+FROM unnest(ARRAY['q_stats', 'q_stats_empty', 'q_stats_groups', 'q_stats_big']) q;

@@ -804,7 +804,13 @@ FROM (VALUES
 		(9, 'jobs(1 MB error code)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_jobs('hostile', error_code => pg_catalog.repeat('E', 1024 * 1024))$$),
 		(10, 'jobs(group key is SQL)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_jobs('hostile', group_key => 'x''; DROP TABLE jobqueue.jobs; --')$$),
 		(11, 'schedules()', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_schedules()$$),
-		(12, 'fail(stack on unknown job)', $$SELECT jobqueue.jq_fail(-1, 1, 'E', 'm', stack => pg_catalog.repeat('s', 1024 * 1024))$$))
+		(12, 'fail(stack on unknown job)', $$SELECT jobqueue.jq_fail(-1, 1, 'E', 'm', stack => pg_catalog.repeat('s', 1024 * 1024))$$),
+		(13, 'queue_counts(NULL limit)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_queue_counts(NULL, NULL)$$),
+		(14, 'queue_counts(int max limit)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_queue_counts(NULL, 2147483647)$$),
+		(15, 'queue_counts(int min limit)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_queue_counts(NULL, -2147483648)$$),
+		(16, 'queue_counts(1 MB and NULL names)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_queue_counts(ARRAY[pg_catalog.repeat('q', 1024 * 1024), NULL])$$),
+		(17, 'queue_counts(name is SQL)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_queue_counts(ARRAY['x''; DROP TABLE jobqueue.jobs; --'])$$),
+		(18, 'queue_counts(empty array)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_queue_counts('{}')$$))
 	AS v(ord, label, stmt)
 ORDER BY v.ord;
 
@@ -874,7 +880,7 @@ WHERE d.classid = 'pg_catalog.pg_proc'::regclass AND d.deptype = 'e'
 						  'jq_set_group_limit', 'jq_group_limits',
 						  'jq_dependencies_settle', 'jq_cron_next', 'jq_schedule', 'jq_unschedule',
 						  'jq_run_schedules', 'jq_rate_limits',
-						  'jq_jobs', 'jq_schedules',
+						  'jq_jobs', 'jq_schedules', 'jq_queue_counts',
 						  'jq_distribute', 'jq_distribute_node', 'jq_queue_node')
 ORDER BY 1;
 

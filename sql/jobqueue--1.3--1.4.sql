@@ -559,6 +559,172 @@ CROSS JOIN LATERAL
 			 AND j.status IN ('pending', 'running', 'dead')
 		   GROUP BY j.group_key) g) gs;
 
+/*
+ * The counts of queue_stats at a bounded cost, for a page that is loaded
+ * often (a dashboard), of the queues named (all: NULL): every count is exact up to count_limit and
+ * count_limit + 1 when there are more, so that one call reads at most some
+ * count_limit index entries per count and queue, whatever the backlog
+ * (queue_stats counts every unfinished job).  Pending jobs are read
+ * priority by priority on jobs_claim_idx, where the ready ones of a
+ * priority come before the scheduled ones: ready, scheduled and the age of
+ * the oldest ready job need a few probes per priority and the counted
+ * entries only.  groups_blocked counts the blocked groups among the first
+ * count_limit + 1 dead jobs.  succeeded and cancelled are
+ * jq_finished_count's.
+ */
+CREATE FUNCTION jobqueue.jq_queue_counts(
+	queue_names text[] DEFAULT NULL,
+	count_limit integer DEFAULT 1000,
+	OUT queue_name text,
+	OUT paused boolean,
+	OUT ready bigint,
+	OUT scheduled bigint,
+	OUT running bigint,
+	OUT expiring_soon bigint,
+	OUT waiting bigint,
+	OUT dead bigint,
+	OUT succeeded bigint,
+	OUT cancelled bigint,
+	OUT oldest_ready_age interval,
+	OUT oldest_dead_age interval,
+	OUT groups_blocked bigint)
+RETURNS SETOF record
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	q		record;
+	lim		bigint;
+	t0		timestamptz := pg_catalog.now();
+	prio	integer;
+	first	timestamptz;
+	oldest	timestamptz;
+	n		bigint;
+	levels	bigint;
+BEGIN
+	IF $2 IS NULL THEN
+		RAISE EXCEPTION 'count_limit must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF $2 < 1 OR $2 > 1000000 THEN
+		RAISE EXCEPTION 'count_limit must be between 1 and 1000000'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	lim := $2;
+	FOR q IN
+		SELECT qq.queue_name, qq.paused, qq.lease_duration, qq.group_ordered
+		FROM jobqueue.queues qq
+		WHERE $1 IS NULL OR qq.queue_name = ANY ($1)
+		ORDER BY qq.queue_name
+	LOOP
+		queue_name := q.queue_name;
+		paused := q.paused;
+		ready := 0;
+		scheduled := 0;
+		oldest := NULL;
+		levels := 0;
+		SELECT j.priority INTO prio FROM jobqueue.jobs j
+		WHERE j.queue_name = q.queue_name AND j.status = 'pending'
+		ORDER BY j.priority DESC LIMIT 1;
+		-- more priorities than count_limit leave lower bounds
+		WHILE FOUND AND levels <= lim LOOP
+			levels := levels + 1;
+			SELECT j.available_at INTO first FROM jobqueue.jobs j
+			WHERE j.queue_name = q.queue_name AND j.status = 'pending'
+			  AND j.priority = prio
+			ORDER BY j.available_at LIMIT 1;
+			IF first <= t0 THEN
+				oldest := LEAST(oldest, first);
+				IF ready <= lim THEN
+					SELECT pg_catalog.count(*) INTO n FROM (
+						SELECT FROM jobqueue.jobs j
+						WHERE j.queue_name = q.queue_name AND j.status = 'pending'
+						  AND j.priority = prio
+						  AND j.available_at <= t0
+						LIMIT lim + 1 - ready) x;
+					ready := ready + n;
+				END IF;
+			END IF;
+			IF scheduled <= lim THEN
+				SELECT pg_catalog.count(*) INTO n FROM (
+					SELECT FROM jobqueue.jobs j
+					WHERE j.queue_name = q.queue_name AND j.status = 'pending'
+					  AND j.priority = prio
+					  AND j.available_at > t0
+					LIMIT lim + 1 - scheduled) x;
+				scheduled := scheduled + n;
+			END IF;
+			SELECT j.priority INTO prio FROM jobqueue.jobs j
+			WHERE j.queue_name = q.queue_name AND j.status = 'pending'
+			  AND j.priority < prio
+			ORDER BY j.priority DESC LIMIT 1;
+		END LOOP;
+		oldest_ready_age := t0 - oldest;
+
+		SELECT pg_catalog.count(*), pg_catalog.count(*) FILTER (
+				   WHERE x.lease_expires_at < t0 +
+					   GREATEST(interval '5 seconds', q.lease_duration * 0.1))
+		INTO running, expiring_soon
+		FROM (SELECT j.lease_expires_at FROM jobqueue.jobs j
+			  WHERE j.queue_name = q.queue_name AND j.status = 'running'
+			  LIMIT lim + 1) x;
+
+		SELECT pg_catalog.count(*) INTO waiting FROM (
+			SELECT FROM jobqueue.jobs j
+			WHERE j.queue_name = q.queue_name
+			  AND j.status < 'pending'::jobqueue.job_status
+			LIMIT lim + 1) x;
+
+		SELECT pg_catalog.count(*) INTO dead FROM (
+			SELECT FROM jobqueue.jobs j
+			WHERE j.queue_name = q.queue_name AND j.status = 'dead'
+			LIMIT lim + 1) x;
+		SELECT t0 - pg_catalog.min(j.finished_at) INTO oldest_dead_age
+		FROM jobqueue.jobs j
+		WHERE j.queue_name = q.queue_name AND j.status = 'dead';
+
+		groups_blocked := 0;
+		IF q.group_ordered THEN
+			-- a group is blocked when its oldest unfinished job is dead
+			SELECT pg_catalog.count(DISTINCT d.group_key) INTO groups_blocked
+			FROM (SELECT j.id, j.group_key FROM jobqueue.jobs j
+				  WHERE j.queue_name = q.queue_name AND j.status = 'dead'
+				  LIMIT lim + 1) d
+			WHERE d.group_key <> ''
+			  AND NOT EXISTS (
+				SELECT FROM jobqueue.jobs h
+				WHERE h.queue_name = q.queue_name
+				  AND h.group_key = d.group_key
+				  AND h.status IN ('pending', 'running', 'dead')
+				  AND h.id < d.id);
+		END IF;
+
+		succeeded := jobqueue.jq_finished_count(q.queue_name, 'succeeded');
+		cancelled := jobqueue.jq_finished_count(q.queue_name, 'cancelled');
+		RETURN NEXT;
+	END LOOP;
+END
+$$;
+COMMENT ON FUNCTION jobqueue.jq_queue_counts(text[], integer) IS
+	'the counts of queue_stats at a bounded cost: exact up to count_limit, count_limit + 1 for more';
+REVOKE ALL ON FUNCTION jobqueue.jq_queue_counts(text[], integer) FROM PUBLIC;
+
+-- Every role that holds the admin or monitor set gets jq_queue_counts.
+DO $$
+DECLARE
+	r record;
+BEGIN
+	FOR r IN
+		SELECT a.grantee::pg_catalog.regrole AS grantee
+		FROM pg_catalog.pg_proc p
+		CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+		WHERE p.oid = 'jobqueue.jq_worker_status()'::pg_catalog.regprocedure
+		  AND a.privilege_type = 'EXECUTE' AND a.grantee <> 0 AND a.grantee <> p.proowner
+	LOOP
+		EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s',
+			'jobqueue.jq_queue_counts(text[], integer)', r.grantee);
+	END LOOP;
+END
+$$;
+
 -- Every role that holds the admin set gets jq_recount_groups.
 DO $$
 DECLARE
@@ -1510,6 +1676,7 @@ BEGIN
 				'jobqueue.jq_explain_claim(text, integer)',
 				'jobqueue.jq_recount_groups(text)',
 				'jobqueue.jq_finished_count(text, jobqueue.job_status)',
+				'jobqueue.jq_queue_counts(text[], integer)',
 				'jobqueue.jq_counters(boolean)',
 				'jobqueue.jq_counters_reset(text)',
 				'jobqueue.jq_latency(text)',
@@ -1535,6 +1702,7 @@ BEGIN
 				'jobqueue.jq_rate_limits()']
 			WHEN 'monitor' THEN ARRAY[
 				'jobqueue.jq_finished_count(text, jobqueue.job_status)',
+				'jobqueue.jq_queue_counts(text[], integer)',
 				'jobqueue.jq_counters(boolean)',
 				'jobqueue.jq_latency(text)',
 				'jobqueue.jq_latency_buckets(text)',
