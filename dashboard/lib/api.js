@@ -2,12 +2,12 @@
 // The JSON API.  Every statement runs on the session's own connection as
 // its role, with the values as bound parameters; what the role may not
 // do, the database refuses (42501), and the answer is 403 with its message.
-// Counts come from jobqueue.queue_stats (partial indexes) and the
-// functions, never from a count(*) over jobs.
+// Counts come from jobqueue.jq_queue_counts (bounded; queue_stats before
+// 1.4) and the functions, never from a count(*) over jobs.
 const v = require('./validate');
 const { HttpError } = require('./db');
 
-const { QUEUES_SQL } = require('./queries');
+const { mayReadCounts, readCounts } = require('./queries');
 
 // A backlog nobody claims: ready jobs, an unpaused queue, and no claim in
 // the last minute (from the counters), or, without counters, nothing
@@ -34,15 +34,12 @@ function annotate(session, row) {
 }
 
 // The counts come from the shared copy (stats.js) for a role that may read
-// queue_stats; any other role asks the database, which answers as it will.
+// the counts; any other role asks the database, which answers as it will.
 async function queueRows(session, stats, name) {
-  if (session.privileges.queue_stats) {
+  if (mayReadCounts(session.privileges)) {
     return name ? [await stats.get(session, name)].filter(Boolean) : stats.all(session);
   }
-  const r = name
-    ? await session.query(`${QUEUES_SQL} WHERE s.queue_name OPERATOR(pg_catalog.=) $1`, [name])
-    : await session.query(`${QUEUES_SQL} ORDER BY s.queue_name`);
-  return r.rows;
+  return readCounts(session, name);
 }
 
 async function listQueues(session, { stats }) {

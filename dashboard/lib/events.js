@@ -12,6 +12,12 @@
 // channel and the listener must hear it.  When it does not (or --poll is
 // given), the hub stays off and the sessions' counter samples are the
 // change signal (see sampler.js).
+//
+// When the listening connection is lost (a restart, pg_terminate_backend),
+// the hub listens again, with backoff, on the connection of a session
+// that is still open (there is no password to open a new one with); the
+// counter samples carry the changes meanwhile.  The next login opens a
+// dedicated connection again.
 const crypto = require('crypto');
 const { connectAs } = require('./db');
 
@@ -19,6 +25,8 @@ const CHANNELS = ['jobqueue', 'jobqueue_finished'];
 const PROBE = 'jobqueue_dashboard_probe';
 const PROBE_WAIT_MS = 3000;
 const FLUSH_MS = 250;
+const RETRY_FIRST_MS = 250;
+const RETRY_MAX_MS = 30000;
 
 class Hub {
   constructor(config, sessions) {
@@ -32,6 +40,10 @@ class Hub {
     this.finished = 0;
     this.flushTimer = null;
     this.probes = new Map();
+    this.borrowed = null;      // the session whose connection listens, if not a dedicated one
+    this.retryTimer = null;
+    this.retryMs = RETRY_FIRST_MS;
+    this.onNotification = (n) => this.heard(n);
   }
 
   store() {
@@ -39,8 +51,9 @@ class Hub {
   }
 
   // A login happened: make sure the listener runs.
+  // A login happened: make sure the listener runs on a dedicated connection.
   async attach(session, password) {
-    if (this.config.poll || this.client || this.connecting) return;
+    if (this.config.poll || this.connecting || (this.client && !this.borrowed)) return;
     this.connecting = this.open(session, password).finally(() => { this.connecting = null; });
     await this.connecting;
   }
@@ -49,31 +62,95 @@ class Hub {
     let client;
     try {
       client = await connectAs(this.config.db, session.user, password, this.config.statementTimeoutMs);
-      client.on('notification', (n) => this.heard(n));
       client.on('error', () => this.lost(client));
       client.on('end', () => this.lost(client));
-      for (const ch of [...CHANNELS, PROBE]) await client.query(`LISTEN ${ch}`);
-      this.client = client;
-      const ok = await this.probe(session);
-      if (!ok) {
-        this.mode = 'polling (LISTEN heard nothing: a transaction pooler?)';
-        this.client = null;
-        client.removeAllListeners('end');
-        await client.end().catch(() => {});
-        return;
-      }
-      this.live = true;
-      this.mode = 'listen';
+      await this.listenOn(client, session);
+      this.unborrow();
+      this.use(client, null);
     } catch (err) {
-      this.mode = `polling (LISTEN failed: ${err.message})`;
-      this.live = false;
-      if (client) client.end().catch(() => {});
-      this.client = null;
+      if (client) {
+        client.removeAllListeners('end');
+        client.end().catch(() => {});
+      }
+      if (!this.client) this.failed(err);
     }
   }
 
+  // LISTEN on the channels and prove it with the probe; throws if not heard.
+  async listenOn(client, session) {
+    client.on('notification', this.onNotification);
+    try {
+      for (const ch of [...CHANNELS, PROBE]) await client.query(`LISTEN ${ch}`);
+      const ok = await this.probe(session, client);
+      if (!ok) {
+        const err = new Error('LISTEN heard nothing: a transaction pooler?');
+        err.unheard = true;
+        throw err;
+      }
+    } catch (err) {
+      client.removeListener('notification', this.onNotification);
+      throw err;
+    }
+  }
+
+  use(client, borrowed) {
+    this.client = client;
+    this.borrowed = borrowed;
+    this.live = true;
+    this.mode = 'listen';
+    this.retryMs = RETRY_FIRST_MS;
+    clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+  }
+
+  failed(err) {
+    this.client = null;
+    this.borrowed = null;
+    this.live = false;
+    // A pooler will not start to deliver notifications: poll from then on.
+    this.mode = err.unheard ? `polling (${err.message})` : `polling (LISTEN failed: ${err.message})`;
+    if (!err.unheard) this.retryLater();
+  }
+
+  // Stop listening on a session's connection (a dedicated one took over).
+  unborrow() {
+    const s = this.borrowed;
+    if (!s) return;
+    this.borrowed = null;
+    s.client.removeListener('notification', this.onNotification);
+    if (!s.closed) s.query('UNLISTEN *').catch(() => {});
+  }
+
+  retryLater() {
+    if (this.config.poll || this.retryTimer || this.store().sessions.size === 0) return;
+    const wait = this.retryMs;
+    this.retryMs = Math.min(RETRY_MAX_MS, this.retryMs * 2);
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null;
+      this.relisten().catch(() => {});
+    }, wait);
+    this.retryTimer.unref();
+  }
+
+  // Listen again on the connection of an open session (the newest one).
+  async relisten() {
+    if (this.client || this.connecting) return;
+    const session = [...this.store().sessions.values()].filter((s) => !s.closed).pop();
+    if (!session) return;
+    this.connecting = (async () => {
+      try {
+        await this.listenOn(session.client, session);
+        if (session.closed) throw new Error('the session ended');
+        this.use(session.client, session);
+      } catch (err) {
+        this.failed(err);
+      }
+    })().finally(() => { this.connecting = null; });
+    await this.connecting;
+  }
+
   // Does a NOTIFY from the session's connection reach the listener?
-  async probe(session) {
+  async probe(session, client) {
     const token = crypto.randomBytes(12).toString('hex');
     const heard = new Promise((resolve) => {
       const timer = setTimeout(() => { this.probes.delete(token); resolve(false); }, PROBE_WAIT_MS);
@@ -125,29 +202,44 @@ class Hub {
   lost(client) {
     if (this.client !== client) return;
     this.client = null;
+    this.borrowed = null;
     this.live = false;
-    this.mode = 'polling (the listening connection was lost; it comes back with the next login)';
+    this.mode = 'polling (the listening connection was lost; listening again)';
+    this.retryLater();
   }
 
-  // A session ended: the last one takes the listener with it.
-  detach() {
-    if (this.store().sessions.size === 0 && this.client) {
-      const c = this.client;
-      this.client = null;
+  // A session ended: if it lent its connection, listen elsewhere; the last
+  // one takes the listener with it.
+  detach(session) {
+    if (session && this.borrowed === session) {
+      session.client.removeListener('notification', this.onNotification);
+      this.lost(this.client);
+    }
+    if (this.store().sessions.size === 0) {
+      clearTimeout(this.retryTimer);
+      this.retryTimer = null;
+      this.retryMs = RETRY_FIRST_MS;
+      if (this.client) {
+        const c = this.client;
+        this.client = null;
+        c.removeAllListeners('end');
+        c.end().catch(() => {});
+      }
       this.live = false;
-      this.mode = 'not connected';
-      c.removeAllListeners('end');
-      c.end().catch(() => {});
+      if (!this.config.poll) this.mode = 'not connected';
     }
   }
 
   close() {
     clearTimeout(this.flushTimer);
-    if (this.client) {
+    clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+    if (this.client && !this.borrowed) {
       this.client.removeAllListeners('end');
       this.client.end().catch(() => {});
-      this.client = null;
     }
+    this.client = null;
+    this.borrowed = null;
   }
 }
 

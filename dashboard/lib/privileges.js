@@ -20,6 +20,7 @@ const OBJECTS = {
   worker_tasks: ['f', 'jobqueue.jq_worker_tasks()'],
   cron_next: ['f', 'jobqueue.jq_cron_next(text,timestamptz,text,integer)'],
   schedules: ['f', 'jobqueue.jq_schedules()'],
+  queue_counts: ['f', 'jobqueue.jq_queue_counts(text[],integer)'],
   queue_stats: ['t', 'jobqueue.queue_stats'],
   jobs_table: ['t', 'jobqueue.jobs'],
   queues_table: ['t', 'jobqueue.queues'],

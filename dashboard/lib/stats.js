@@ -1,10 +1,11 @@
 'use strict';
 // The queues' counts, shared by the sessions that may read them.
 //
-// jobqueue.queue_stats counts the unfinished jobs through the partial
-// indexes, so its cost follows the backlog: with a million pending jobs
-// one read takes a good part of a second.  A page load therefore never
-// runs it.  The dashboard keeps one copy of its rows, read again
+// They come from jobqueue.jq_queue_counts (bounded: exact up to a limit,
+// whatever the backlog), or from queue_stats before jobqueue 1.4, whose
+// cost follows the backlog (with a million pending jobs one read takes a
+// good part of a second).  Either way a page load does not run them: the
+// dashboard keeps one copy of the rows, read again
 //   - for one queue, when the queue changed (a notification, a counter that
 //     moved, an action taken here), and
 //   - for every queue, every FULL_EVERY_MS, or when a queue appears,
@@ -12,10 +13,10 @@
 // took d ms the next waits at least d / DUTY ms.  Actions taken in the
 // dashboard refresh their queue at once.
 //
-// The view shows the same rows to every role that may SELECT from it, so
-// the copy is served only to sessions whose role may, and read on the
-// connection of such a session.
-const { QUEUES_SQL } = require('./queries');
+// Both show the same rows to every role that may read them, so the copy is
+// served only to sessions whose role may, and read on the connection of
+// such a session.
+const { mayReadCounts, readCounts } = require('./queries');
 
 const DUTY = 0.005;          // at most 0.5 % of the time in these reads
 const MIN_GAP_MS = 1000;
@@ -45,7 +46,7 @@ class StatsCache {
   reader() {
     let best = null;
     for (const s of this.sessionsRef().sessions.values()) {
-      if (s.closed || !s.privileges || !s.privileges.queue_stats) continue;
+      if (s.closed || !s.privileges || !mayReadCounts(s.privileges)) continue;
       if (!best || s.streams.size > best.streams.size) best = s;
     }
     return best;
@@ -62,10 +63,7 @@ class StatsCache {
   async run(session, queue) {
     const t0 = Date.now();
     try {
-      const r = queue
-        ? await session.query(`${QUEUES_SQL} WHERE s.queue_name OPERATOR(pg_catalog.=) $1`, [queue])
-        : await session.query(`${QUEUES_SQL} ORDER BY s.queue_name`);
-      return r.rows;
+      return await readCounts(session, queue);
     } finally {
       const d = Date.now() - t0;
       this.spentMs += d;
@@ -129,7 +127,7 @@ class StatsCache {
 
   // Something was done to the queue here: read it again now.
   async refreshNow(session, queue) {
-    if (!this.rows || !session.privileges.queue_stats) return;
+    if (!this.rows || !mayReadCounts(session.privileges)) return;
     if (this.busy) await this.busy.catch(() => {});
     const changed = await this.one(session, queue);
     if (changed.length) this.announce(changed);

@@ -35,6 +35,8 @@
       h('tbody', {}, rows)));
   }
   const num = (v) => (v == null ? '–' : Number(v).toLocaleString('en'));
+  // a queue's count: above the bound it was counted to, "10,000+"
+  const cnt = (q, v) => (q.count_limit && v > q.count_limit ? `${num(q.count_limit)}+` : num(v));
   function ago(seconds) {
     if (seconds == null) return '–';
     const s = Math.abs(seconds);
@@ -265,11 +267,11 @@
           q.paused ? h('span', { class: 'badge warn' }, 'paused') : null,
           q.stalled ? h('span', { class: 'badge bad', title: 'ready jobs, and nobody claimed any in the last minute' }, 'nobody claiming') : null,
           q.groups_blocked ? h('span', { class: 'badge bad' }, `${q.groups_blocked} groups blocked`) : null),
-        h('td', { class: 'num' }, num(q.ready)),
-        h('td', { class: 'num' }, num(q.running)),
-        h('td', { class: 'num hide-narrow' }, num(q.scheduled)),
-        h('td', { class: 'num hide-narrow' }, num(q.waiting)),
-        h('td', { class: 'num' }, q.dead ? link(`#/dead?queue=${encodeURIComponent(q.queue_name)}`, num(q.dead), { class: 'dead-count' }) : h('span', { class: 'dead-count' }, '0')),
+        h('td', { class: 'num' }, cnt(q, q.ready)),
+        h('td', { class: 'num' }, cnt(q, q.running)),
+        h('td', { class: 'num hide-narrow' }, cnt(q, q.scheduled)),
+        h('td', { class: 'num hide-narrow' }, cnt(q, q.waiting)),
+        h('td', { class: 'num' }, q.dead ? link(`#/dead?queue=${encodeURIComponent(q.queue_name)}`, cnt(q, q.dead), { class: 'dead-count' }) : h('span', { class: 'dead-count' }, '0')),
         h('td', { class: 'num' }, ago(q.oldest_ready_s)),
         h('td', { class: 'hide-narrow' }, s ? sparkline(s.completed, `${q.queue_name}: jobs completed per second`) : '–'),
         h('td', { class: 'hide-narrow' }, s ? sparkline(s.wait_p99.some((x) => x != null) ? s.wait_p99 : s.claim_ms,
@@ -282,7 +284,7 @@
         { text: 'dead', cls: 'num' }, { text: 'oldest claimable', cls: 'num' },
         { text: 'throughput', cls: 'hide-narrow' }, { text: 'latency', cls: 'hide-narrow' }], rows, { id: 'queues' })
         : h('p', { class: 'muted' }, 'No queues yet.'),
-      h('p', { class: 'muted' }, `Counts from jobqueue.queue_stats; sparklines from the event counters sampled every `,
+      h('p', { class: 'muted' }, `Counts from jobqueue.jq_queue_counts (exact up to 1,000) or queue_stats; sparklines from the event counters sampled every `,
         `${Math.round(me.poll_interval_ms / 1000 || 5)} s since you logged in. Live updates: ${me.live}.`));
   }
 
@@ -311,10 +313,10 @@
         q.stalled ? h('span', { class: 'badge bad' }, 'backlog, nobody claiming') : null),
       actions,
       h('div', { class: 'cards' },
-        h('dl', { class: 'card' }, stat('ready', num(q.ready)), stat('running', num(q.running)),
-          stat('expiring soon', num(q.expiring_soon)), stat('scheduled / backing off', num(q.scheduled)),
-          stat('waiting for dependencies', num(q.waiting))),
-        h('dl', { class: 'card' }, stat('dead', num(q.dead)), stat('succeeded (kept)', num(q.succeeded)),
+        h('dl', { class: 'card' }, stat('ready', cnt(q, q.ready)), stat('running', cnt(q, q.running)),
+          stat('expiring soon', cnt(q, q.expiring_soon)), stat('scheduled / backing off', cnt(q, q.scheduled)),
+          stat('waiting for dependencies', cnt(q, q.waiting))),
+        h('dl', { class: 'card' }, stat('dead', cnt(q, q.dead)), stat('succeeded (kept)', num(q.succeeded)),
           stat('cancelled', num(q.cancelled)), stat('oldest claimable', ago(q.oldest_ready_s)),
           stat('oldest dead', ago(q.oldest_dead_s))),
         h('dl', { class: 'card' }, h('dt', {}, h('strong', {}, 'rate limit')),
@@ -440,7 +442,7 @@
     const queue = ctx.params.get('queue') || (withDead[0] && withDead[0].queue_name) || '';
     ctx.watch(queue ? [queue] : null);
     const picker = h('form', { class: 'filters' }, h('label', {}, 'queue', h('select', { name: 'queue', onchange: (e) => { location.hash = `#/dead${qs({ queue: e.target.value })}`; } },
-      all.map((q) => h('option', { value: q.queue_name, selected: q.queue_name === queue }, `${q.queue_name} (${num(q.dead)} dead)`)))));
+      all.map((q) => h('option', { value: q.queue_name, selected: q.queue_name === queue }, `${q.queue_name} (${cnt(q, q.dead)} dead)`)))));
     if (!queue) return h('section', { id: 'page-dead' }, h('h1', {}, 'Dead letters'), h('p', { class: 'muted' }, 'No dead jobs in any queue.'));
     let d;
     try {
