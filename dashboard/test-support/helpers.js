@@ -69,10 +69,10 @@ function startDashboard(args = []) {
     let err = '';
     child.stdout.on('data', (d) => {
       out += d;
-      const m = /listening on http:\/\/[^:]+:(\d+)\//.exec(out);
+      const m = /listening on (https?):\/\/[^:]+:(\d+)\//.exec(out);
       if (m && !child.port) {
-        child.port = Number(m[1]);
-        child.url = `http://127.0.0.1:${child.port}`;
+        child.port = Number(m[2]);
+        child.url = `${m[1]}://127.0.0.1:${child.port}`;
         resolve(child);
       }
     });
