@@ -810,7 +810,8 @@ FROM (VALUES
 		(15, 'queue_counts(int min limit)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_queue_counts(NULL, -2147483648)$$),
 		(16, 'queue_counts(1 MB and NULL names)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_queue_counts(ARRAY[pg_catalog.repeat('q', 1024 * 1024), NULL])$$),
 		(17, 'queue_counts(name is SQL)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_queue_counts(ARRAY['x''; DROP TABLE jobqueue.jobs; --'])$$),
-		(18, 'queue_counts(empty array)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_queue_counts('{}')$$))
+		(18, 'queue_counts(empty array)', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_queue_counts('{}')$$),
+		(19, 'version()', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_version()$$))
 	AS v(ord, label, stmt)
 ORDER BY v.ord;
 
@@ -880,7 +881,7 @@ WHERE d.classid = 'pg_catalog.pg_proc'::regclass AND d.deptype = 'e'
 						  'jq_set_group_limit', 'jq_group_limits',
 						  'jq_dependencies_settle', 'jq_cron_next', 'jq_schedule', 'jq_unschedule',
 						  'jq_run_schedules', 'jq_rate_limits',
-						  'jq_jobs', 'jq_schedules', 'jq_queue_counts',
+						  'jq_jobs', 'jq_schedules', 'jq_queue_counts', 'jq_version',
 						  'jq_distribute', 'jq_distribute_node', 'jq_queue_node')
 ORDER BY 1;
 
