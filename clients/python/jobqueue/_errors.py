@@ -112,8 +112,11 @@ _FATAL = {
     "42704",                    # an unknown queue
     "0A000",                    # the server does not support it
 }
-# A connection attempt the server refused has no SQLSTATE in libpq: the
-# server's message says which (PostgreSQL's English messages).
+# A connection attempt the server refused has no SQLSTATE in libpq.  What
+# tells the cases apart whatever the server's language: libpq's word that
+# a password was needed and none given (sqlstate_of), and a refusal that
+# repeats at start-up (StartupRefusals).  With an English server its
+# message says which at once:
 _CONNECT_FATAL = [
     (re.compile(r"password authentication failed|authentication failed|"
                 r"no password supplied|no pg_hba\.conf entry|is not permitted to log in|"
@@ -123,17 +126,70 @@ _CONNECT_FATAL = [
 ]
 
 
+# A refusal the server sent: libpq writes the server's severity and two
+# spaces before its message ("FATAL:  ...", in the server's language);
+# its own messages (refused, unreachable, timed out) never have that form.
+_SERVER_REFUSAL = re.compile(r"\S:  \S")
+# Refusals of the moment in PostgreSQL's English messages (a server
+# starting up, shutting down or in recovery, no connection slot free):
+# never taken for lasting ones.
+_CONNECT_TRANSIENT = re.compile(
+    r"starting up|shutting down|not yet accepting connections|in recovery mode|"
+    r"too many clients|too many connections|connection slots are reserved")
+
+
 def sqlstate_of(e):
     """The SQLSTATE of a psycopg error; for a refused connection attempt
-    (no SQLSTATE in libpq) the one its message implies, else None."""
+    (no SQLSTATE in libpq) 28P01 when libpq says a password was needed and
+    none given, or the one an English message implies; else None."""
     s = getattr(e, "sqlstate", None)
     if s:
         return s
+    try:
+        if e.pgconn is not None and e.pgconn.needs_password:
+            return "28P01"
+    except Exception:  # noqa: BLE001 -- no pgconn, or a finished one: no answer
+        pass
     text = str(e)
     for pattern, state in _CONNECT_FATAL:
         if pattern.search(text):
             return state
     return None
+
+
+class StartupRefusals:
+    """Refusals of connection attempts before the first connection that
+    worked: the same refusal of the server ``limit`` times in a row is a
+    FatalError, whatever the server's language (a wrong password or an
+    unknown database repeat; a server starting up or out of slots changes
+    its answer, or says so in English).  Failures to reach the server
+    (refused, unreachable) never count: a server coming up later is
+    waited for."""
+
+    def __init__(self, limit):
+        self.limit = limit
+        self.connected = False
+        self._last = None
+        self._count = 0
+
+    def note(self, e, what):
+        """A failed connection attempt: raises FatalError at the limit."""
+        if self.connected or not self.limit:
+            return
+        text = str(e).strip()
+        if not _SERVER_REFUSAL.search(text) or _CONNECT_TRANSIENT.search(text):
+            self._last, self._count = None, 0
+            return
+        if text != self._last:
+            self._last, self._count = text, 0
+        self._count += 1
+        if self._count >= self.limit:
+            err = FatalError(
+                f"jobqueue worker {what}: the server refused {self._count} connection attempts in a "
+                f"row at start-up, each with the same message: check the user, password and "
+                f"database of the connection string: {text}")
+            err.__cause__ = e
+            raise err
 
 
 def error_kind(e, conn=None):

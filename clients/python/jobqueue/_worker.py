@@ -21,7 +21,7 @@ import psycopg
 
 from ._backoff import Backoff
 from ._client import connect
-from ._errors import FatalError, classify, error_kind, fatal_error, stack_of
+from ._errors import FatalError, StartupRefusals, classify, error_kind, fatal_error, stack_of
 
 log = logging.getLogger("jobqueue")
 
@@ -161,13 +161,20 @@ class Worker:
     refuses) fails that job; deadlocks, serialization failures, timeouts
     and lost connections retry; errors no retry can fix (authentication,
     an unknown database, the extension missing, an unknown queue) stop the
-    worker: run() raises jobqueue.FatalError.
+    worker: run() raises jobqueue.FatalError.  A refused connection
+    attempt has no SQLSTATE in libpq: an English server's message says
+    which at once; whatever the server's language, the same refusal
+    ``max_refusals_at_start`` times in a row (default 10, about 25 s of
+    reconnecting; 0: never) before the first connection that worked
+    stops the worker too, while a server that cannot be reached is waited
+    for.
     """
 
     def __init__(self, dsn, queue, handler, *, concurrency=4, batch_size=10,
                  listen_dsn=None, listen=True, poll_interval=5.0, heartbeat_fraction=1 / 3,
                  shutdown_timeout=30.0, owner=None, reconnect_base=0.1, reconnect_max=10.0,
-                 flush_interval=0.05, handle_signals=True, logger=None, around_job=None):
+                 flush_interval=0.05, handle_signals=True, logger=None, around_job=None,
+                 max_refusals_at_start=10):
         if concurrency < 1 or batch_size < 1:
             raise ValueError("concurrency and batch_size must be at least 1")
         if not 0 < heartbeat_fraction < 1:
@@ -191,6 +198,7 @@ class Worker:
         self.handle_signals = handle_signals
         self.log = logger or log
         self._reconnect = (reconnect_base, reconnect_max)
+        self.max_refusals_at_start = max_refusals_at_start
         self.stats = collections.Counter(claimed=0, completed=0, failed=0, released=0,
                                          fenced=0, heartbeats=0, lost=0, retried=0)
         self._wake = threading.Event()
@@ -284,10 +292,17 @@ class Worker:
 
     def _listen_loop(self):
         backoff = Backoff(*self._reconnect)
+        refusals = StartupRefusals(self.max_refusals_at_start)
         while not self._stop.is_set():
             conn = None
             try:
-                conn = psycopg.connect(self.listen_dsn, autocommit=True)
+                try:
+                    conn = psycopg.connect(self.listen_dsn, autocommit=True)
+                except psycopg.Error as e:
+                    if error_kind(e) != "fatal":
+                        refusals.note(e, "listener stopped")
+                    raise
+                refusals.connected = True
                 conn.execute("LISTEN " + CHANNEL)
                 backoff.reset()
                 self._notified()   # anything sent while we were not listening
@@ -312,6 +327,11 @@ class Worker:
                 self.log.warning("listener connection lost (%s); reconnecting in %.1fs",
                                  str(e).strip(), delay)
                 self._stop.wait(delay)
+            except FatalError as e:
+                self._fatal = e
+                self.log.error("%s", e)
+                self.stop()
+                return
             except (OSError, ValueError) as e:
                 delay = backoff.next()
                 self.log.warning("listener connection lost (%s); reconnecting in %.1fs",
@@ -345,6 +365,7 @@ class Worker:
     def _main_loop(self):
         backoff = Backoff(*self._reconnect)
         retry = Backoff(*self._reconnect)     # transient errors, same connection
+        refusals = StartupRefusals(self.max_refusals_at_start)
         while True:
             if self._fatal is not None and self._stop_at is None:
                 self._stop.set()
@@ -357,7 +378,17 @@ class Worker:
                 return      # nothing to finish or release
             try:
                 if self._conn is None or self._conn.closed:
-                    self._conn = connect(self.dsn)
+                    try:
+                        self._conn = connect(self.dsn)
+                    except psycopg.Error as e:
+                        if error_kind(e) != "fatal":
+                            try:
+                                refusals.note(e, "stopped")
+                            except FatalError as err:
+                                self.log.error("%s", err)
+                                raise err from e
+                        raise
+                    refusals.connected = True
                     self._check_server()
                     backoff.reset()
                 if self._flush_due(now):

@@ -5,12 +5,16 @@ at start with a clear message."""
 
 import logging
 import os
+import re
+import socket
 import threading
+import urllib.parse
 
 import psycopg
 import pytest
 
 import jobqueue
+import jobqueue._errors
 from conftest import q1, wait_for
 
 
@@ -206,3 +210,87 @@ def test_handler_failure_logged_with_stack_and_kept_in_history(dsn, db, make_que
                              "WHERE id = %s", (job_id,)).fetchone()
     assert code == "KeyError"
     assert "in lookup_user" in entry["stack"] and "KeyError: 7" in entry["stack"]
+
+
+# A localised server: the refusal of a connection attempt has no SQLSTATE
+# in libpq and its message is not in English.  The English patterns are
+# switched off, so only what does not depend on the language is left.
+@pytest.fixture()
+def no_english(monkeypatch):
+    monkeypatch.setattr(jobqueue._errors, "_CONNECT_FATAL", [])
+    monkeypatch.setattr(jobqueue._errors, "_CONNECT_TRANSIENT", re.compile(r"(?!)"))
+
+
+def test_refusal_in_any_language_stops_the_worker_after_repeats(no_english, caplog):
+    d = os.environ.get("JQ_TEST_BADPW_DSN")
+    if not d:
+        pytest.skip("JQ_TEST_BADPW_DSN is set by scripts/test_clients.sh")
+    caplog.set_level(logging.WARNING, logger="jobqueue")
+    err = _stops_at_start(d, None, "refused 3 connection attempts in a row at start-up",
+                          max_refusals_at_start=3, reconnect_base=0.01, reconnect_max=0.02)
+    assert isinstance(err.__cause__, psycopg.OperationalError)
+    assert sum(r.getMessage().startswith("connection lost") for r in caplog.records) == 2
+
+
+def test_unknown_database_in_any_language_stops_the_worker(no_english):
+    d = os.environ.get("JQ_TEST_NODB_DSN")
+    if not d:
+        pytest.skip("JQ_TEST_NODB_DSN is set by scripts/test_clients.sh")
+    _stops_at_start(d, None, "refused 2 connection attempts.*jq_no_such_database",
+                    max_refusals_at_start=2, reconnect_base=0.01, reconnect_max=0.02)
+
+
+def test_missing_password_stops_the_worker_at_once(no_english):
+    # libpq says a password was needed and none given: no message needed
+    d = os.environ.get("JQ_TEST_BADPW_DSN")
+    if not d:
+        pytest.skip("JQ_TEST_BADPW_DSN is set by scripts/test_clients.sh")
+    u = urllib.parse.urlsplit(d)
+    nopw = u._replace(netloc=f"{u.username}@{u.hostname}:{u.port}").geturl()
+    _stops_at_start(nopw + "?passfile=/nonexistent", "28P01", "authentication failed",
+                    max_refusals_at_start=0)
+
+
+def test_server_out_of_reach_is_waited_for(no_english, caplog):
+    # nothing listens on the port: never a FatalError, however often
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    caplog.set_level(logging.WARNING, logger="jobqueue")
+    w = jobqueue.Worker(f"postgresql://postgres@127.0.0.1:{port}/x", "q", lambda job: None,
+                        handle_signals=False, max_refusals_at_start=2, reconnect_base=0.01,
+                        reconnect_max=0.02, listen=False)
+    t = threading.Thread(target=w.run, daemon=True)
+    t.start()
+    wait_for(lambda: sum(r.getMessage().startswith("connection lost") for r in caplog.records) >= 5,
+             what="five failed attempts")
+    assert t.is_alive()
+    w.stop()
+    t.join(30)
+    assert not t.is_alive()
+
+
+def test_startup_refusals_unit():
+    # the rule itself, on messages as libpq writes them (German server)
+    class E(Exception):
+        pgconn = None
+    r = jobqueue._errors.StartupRefusals(3)
+    de = E('connection failed: connection to server at "db" (10.0.0.1), port 5432 failed: '
+           'FATAL:  Passwort-Authentifizierung für Benutzer »app« fehlgeschlagen')
+    r.note(de, "stopped")
+    r.note(de, "stopped")
+    other = E('connection failed: connection to server at "db" (10.0.0.1), port 5432 failed: '
+              'FATAL:  Datenbank »app« existiert nicht')
+    r.note(other, "stopped")          # another answer: counting starts again
+    r.note(other, "stopped")
+    unreachable = E('connection failed: connection to server at "db" (10.0.0.1), port 5432 failed: '
+                    'Verbindung verweigert')
+    r.note(unreachable, "stopped")    # not the server's answer: counting starts again
+    for _ in range(2):
+        r.note(de, "stopped")
+    with pytest.raises(jobqueue.FatalError, match="refused 3 connection attempts"):
+        r.note(de, "stopped")
+    r = jobqueue._errors.StartupRefusals(3)
+    r.connected = True                # after a connection worked: never
+    for _ in range(5):
+        r.note(de, "stopped")
