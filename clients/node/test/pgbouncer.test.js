@@ -57,3 +57,65 @@ test('producer and workers through PgBouncer', { skip: noBouncer }, async () => 
   ids.forEach((id, i) => assert.equal(runs.get(id), i % 10 === 0 ? 2 : 1));
   assert.equal(Number(await q1("SELECT count(*) FROM jobqueue.jobs WHERE queue_name = $1 AND payload->>'kind' = 'rolled back'", [q])), 0);
 });
+
+// job, schedules and wait through the pooler.  wait() looks by polling
+// when it cannot listen: a listening connection whose server refuses it,
+// and one through the pooler itself (a LISTEN there lands on whichever
+// server connection the statement gets, so its notifications are not
+// this client's).
+test('job, schedules and wait through PgBouncer', { skip: noBouncer }, async () => {
+  const q = await makeQueue('nbouncer-ops', { notifyFinished: true });
+  const net = require('node:net');
+  const closedPort = await new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+  const unreachable = new URL(DSN);
+  unreachable.port = String(closedPort);
+  const viaBouncer = new Client({ connectionString: BOUNCER_DSN, pollInterval: 100 });
+  const noListen = new Client({ connectionString: BOUNCER_DSN, listenConnectionString: unreachable.href, pollInterval: 100 });
+  try {
+    // job
+    const id = await viaBouncer.enqueue(q, { n: 1 }, { priority: 3 });
+    const j = await viaBouncer.job(id);
+    assert.equal(j.id, id);
+    assert.equal(j.status, 'pending');
+    assert.equal(j.priority, 3);
+    assert.equal(j.queue, q);
+    assert.equal(await viaBouncer.job(-1), null);
+
+    // schedules
+    const name = `${q}-nightly`;
+    const next = await viaBouncer.schedule(name, q, '0 3 * * *', { s: 1 }, { timezone: 'Europe/Berlin', catchUp: 'all' });
+    assert.ok(next instanceof Date);
+    const s = (await viaBouncer.schedules()).find((x) => x.name === name);
+    assert.ok(s, 'the schedule is listed');
+    assert.equal(s.queue, q);
+    assert.equal(s.timezone, 'Europe/Berlin');
+    assert.equal(s.catchUp, 'all');
+    assert.deepEqual(s.payload, { s: 1 });
+    assert.equal(s.nextRunAt.getTime(), next.getTime());
+    assert.equal(await viaBouncer.unschedule(name), true);
+    assert.equal((await viaBouncer.schedules()).some((x) => x.name === name), false);
+
+    // wait: both clients see the job finish, completed on a direct connection
+    const waits = [viaBouncer.wait(id, { timeout: 60000 }), noListen.wait(id, { timeout: 60000 })];
+    const done = await q1("SELECT jobqueue.jq_complete(id, token, '{\"by\": \"test\"}') FROM jobqueue.jq_claim($1, 1, 'test')", [q]);
+    assert.equal(done, true);
+    for (const w of await Promise.all(waits)) {
+      assert.equal(w.id, id);
+      assert.equal(w.status, 'succeeded');
+      assert.deepEqual(w.result, { by: 'test' });
+    }
+    // the one that could not listen has no listening connection
+    assert.equal(noListen._listener, null);
+    // a timeout still ends a wait that only polls
+    const other = await noListen.enqueue(q, { n: 2 });
+    await assert.rejects(noListen.wait(other, { timeout: 300 }), (e) => e.name === 'TimeoutError' && e.jobId === other);
+  } finally {
+    await viaBouncer.end();
+    await noListen.end();
+  }
+});
