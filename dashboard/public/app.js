@@ -271,7 +271,7 @@
         h('td', { class: 'num' }, cnt(q, q.running)),
         h('td', { class: 'num hide-narrow' }, cnt(q, q.scheduled)),
         h('td', { class: 'num hide-narrow' }, cnt(q, q.waiting)),
-        h('td', { class: 'num' }, q.dead ? link(`#/dead?queue=${encodeURIComponent(q.queue_name)}`, cnt(q, q.dead), { class: 'dead-count' }) : h('span', { class: 'dead-count' }, '0')),
+        h('td', { class: 'num' }, q.dead ? link(`#/dead?queue=${encodeURIComponent(q.queue_name)}`, cnt(q, q.dead), { class: 'dead-count' }) : h('span', { class: 'dead-count none' }, '0')),
         h('td', { class: 'num' }, ago(q.oldest_ready_s)),
         h('td', { class: 'hide-narrow' }, s ? sparkline(s.completed, `${q.queue_name}: jobs completed per second`) : '–'),
         h('td', { class: 'hide-narrow' }, s ? sparkline(s.wait_p99.some((x) => x != null) ? s.wait_p99 : s.claim_ms,
