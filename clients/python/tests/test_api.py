@@ -120,6 +120,31 @@ def test_dead_jobs_retry_dead_pause_resume(dsn, db, make_queue):
     assert [j.last_error_code for j in dead] == ["BAD", "BAD", "WORSE"]
     assert dead[0].errors[-1]["code"] == "BAD"
     assert len(c.dead_jobs(q, limit=2)) == 2
+    # the admin and monitor rights suffice (no rights on the tables); a
+    # monitor sees no error history
+    for kind in ("admin", "monitor"):
+        role = f"jq_py_{kind}_{q.replace('-', '_')}"
+        db.execute(f"CREATE ROLE {role}")
+        db.execute(f"SELECT jobqueue.jq_grant_{kind}(%s)", (role,))
+        try:
+            with db.transaction():
+                db.execute(f"SET LOCAL ROLE {role}")
+                with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                    with db.transaction():
+                        db.execute("SELECT count(*) FROM jobqueue.jobs")
+                seen = c.dead_jobs(q, conn=db)
+                assert [j.id for j in seen] == [j.id for j in dead]
+                assert [j.last_error_code for j in seen] == ["BAD", "BAD", "WORSE"]
+                assert all(j.status == "dead" and j.finished_at is not None for j in seen)
+                if kind == "admin":
+                    assert seen == dead
+                else:
+                    assert all(j.errors is None and j.result is None for j in seen)
+                names = [s.schedule_name for s in c.schedules(conn=db)]
+                assert isinstance(names, list)
+        finally:
+            db.execute(f"SELECT jobqueue.jq_revoke_{kind}(%s)", (role,))
+            db.execute(f"DROP ROLE {role}")
     c.pause(q)
     assert c.retry_dead(q, error_code="BAD") == 2
     assert c.retry_dead(q, max_jobs=5) == 1
