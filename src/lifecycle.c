@@ -438,6 +438,95 @@ typedef struct JqCompleteArgs
 	int			nids;
 } JqCompleteArgs;
 
+/* One job of a batch completion, for sorting by id */
+typedef struct JqCompleteItem
+{
+	int64		id;
+	Datum		token;
+	Datum		result;
+	bool		result_null;
+} JqCompleteItem;
+
+static int
+jq_complete_item_cmp(const void *a, const void *b)
+{
+	int64		x = ((const JqCompleteItem *) a)->id;
+	int64		y = ((const JqCompleteItem *) b)->id;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * Put the jobs of a batch completion in id order, their tokens and results
+ * with them.  Every statement that completes them then takes their rows in
+ * that order (a nested loop over the list), the one order that every other
+ * statement locking several jobs uses too (a producer's commit settling
+ * its dependencies, dependencies.c): a batch whose caller lists its jobs
+ * in any other order cannot deadlock with them.  Already in order (what
+ * the clients send): nothing is copied.
+ */
+static void
+jq_complete_args_sort(JqCompleteArgs *args)
+{
+	Datum	   *ids;
+	Datum	   *tokens;
+	Datum	   *results = NULL;
+	bool	   *results_null = NULL;
+	int			n;
+	int			i;
+	JqCompleteItem *items;
+
+	if (args->nids < 2)
+		return;
+	deconstruct_array(args->ids, INT8OID, sizeof(int64), FLOAT8PASSBYVAL,
+					  TYPALIGN_DOUBLE, &ids, NULL, &n);
+	for (i = 1; i < n; i++)
+	{
+		if (DatumGetInt64(ids[i - 1]) > DatumGetInt64(ids[i]))
+			break;
+	}
+	if (i == n)
+		return;
+
+	deconstruct_array(args->tokens, INT8OID, sizeof(int64), FLOAT8PASSBYVAL,
+					  TYPALIGN_DOUBLE, &tokens, NULL, &n);
+	if (args->results != NULL)
+		deconstruct_array(args->results, JSONBOID, -1, false, TYPALIGN_INT,
+						  &results, &results_null, &n);
+	items = palloc(sizeof(JqCompleteItem) * n);
+	for (i = 0; i < n; i++)
+	{
+		items[i].id = DatumGetInt64(ids[i]);
+		items[i].token = tokens[i];
+		items[i].result = results != NULL ? results[i] : (Datum) 0;
+		items[i].result_null = results != NULL ? results_null[i] : true;
+	}
+	qsort(items, n, sizeof(JqCompleteItem), jq_complete_item_cmp);
+	for (i = 0; i < n; i++)
+	{
+		ids[i] = Int64GetDatum(items[i].id);
+		tokens[i] = items[i].token;
+		if (results != NULL)
+		{
+			results[i] = items[i].result;
+			results_null[i] = items[i].result_null;
+		}
+	}
+	args->ids = construct_array(ids, n, INT8OID, sizeof(int64), FLOAT8PASSBYVAL,
+								TYPALIGN_DOUBLE);
+	args->tokens = construct_array(tokens, n, INT8OID, sizeof(int64),
+								   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
+	if (results != NULL)
+	{
+		int			dims[1] = {n};
+		int			lbs[1] = {1};
+
+		args->results = construct_md_array(results, results_null, 1, dims, lbs,
+										   JSONBOID, -1, false, TYPALIGN_INT);
+	}
+	pfree(items);
+}
+
 /*
  * Check the completion arguments ids and tokens (arguments ids_argno and
  * ids_argno + 1 of fcinfo) and results (argument results_argno, absent
@@ -490,6 +579,7 @@ jq_complete_args(FunctionCallInfo fcinfo, int ids_argno, int results_argno,
 		array_free_iterator(it);
 		args->results = results;
 	}
+	jq_complete_args_sort(args);
 }
 
 /*
