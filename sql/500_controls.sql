@@ -192,6 +192,11 @@ UPDATE jobqueue.jobs SET start_by = now() - interval '1 second' WHERE id = :e3;
 SELECT jobqueue.jq_reap();
 SELECT status FROM jobqueue.jobs WHERE id = :e3;
 SELECT jobqueue.jq_complete(:e3, (SELECT lease_token FROM jobqueue.jobs WHERE id = :e3));
+-- a replayed expired job gets a fresh deadline (none without max_wait)
+-- and can be claimed
+SELECT jobqueue.jq_retry(:e1);
+SELECT status, start_by FROM jobqueue.jobs WHERE id = :e1;
+SELECT id = :e1 AS claimed FROM jobqueue.jq_claim('q_exp', 1, 'w');
 -- with max_wait, the claim expires what it meets first
 SELECT jobqueue.jq_create_queue('q_exp_wait', max_wait => '1 hour');
 SELECT jobqueue.jq_enqueue('q_exp_wait', '{"n": 1}') AS w1 \gset
@@ -199,6 +204,10 @@ SELECT jobqueue.jq_enqueue('q_exp_wait', '{"n": 2}') AS w2 \gset
 UPDATE jobqueue.jobs SET start_by = now() - interval '1 second' WHERE id = :w1;
 SELECT payload FROM jobqueue.jq_claim('q_exp_wait', 10, 'w');
 SELECT status, last_error_code FROM jobqueue.jq_job(:w1);
+-- with max_wait, the replay's deadline is its new available_at + max_wait
+SELECT jobqueue.jq_retry(:w1);
+SELECT status, start_by = available_at + interval '1 hour' AS fresh_deadline
+FROM jobqueue.jobs WHERE id = :w1;
 -- a grouped and a strictly ordered queue never claim an expired job either
 SELECT jobqueue.jq_create_queue('q_exp_grp', group_concurrency => 2);
 SELECT jobqueue.jq_enqueue('q_exp_grp', '{"g": 1}', group_key => 'a',

@@ -371,11 +371,17 @@
  * (waiting; jq_retry checked that none of them failed).  TRACEPARENT and
  * TRACESTATE are the session's trace context (jobqueue.traceparent and
  * jobqueue.tracestate, NULL when not set), read in C: current_setting()
- * is STABLE.
+ * is STABLE.  A deadline still ahead of RUN_AT is kept; one that has
+ * passed (an expired job) is replaced as at an enqueue: RUN_AT plus the
+ * queue's max_wait, none without one or for a job that waits again.
  */
 #define JQ_REPLAY_SQL(RUN_AT, ENTRY, KEEP, TRACEPARENT, TRACESTATE) \
 	"status = CASE WHEN j.dependencies_left > 0 THEN 'waiting' ELSE 'pending' " \
 	"  END::jobqueue.job_status, attempt_count = 0, available_at = " RUN_AT ", " \
+	"start_by = CASE WHEN j.start_by > " RUN_AT " THEN j.start_by " \
+	"  WHEN j.dependencies_left > 0 THEN NULL " \
+	"  ELSE " RUN_AT " + (SELECT q.max_wait FROM jobqueue.queues q " \
+	"                     WHERE q.queue_name = j.queue_name) END, " \
 	"finished_at = NULL, started_at = NULL, lease_owner = NULL, " \
 	"lease_expires_at = NULL, trace_origin = j.traceparent, " \
 	"traceparent = COALESCE(" TRACEPARENT ", j.traceparent), " \
