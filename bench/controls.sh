@@ -7,7 +7,10 @@
 # be shared):
 #   1. enqueue: a plain jq_enqueue; a debounced one that inserts (a new
 #      key each time) and one that replaces (one key); one into a queue
-#      with max_pending and group_max_pending far from the limit.
+#      with max_pending and group_max_pending far from the limit, against
+#      a plain one and against one into a queue without limits with the
+#      same group keys (what the limits add to a grouped enqueue); one
+#      into a queue with only max_pending.
 #      Targets: debounced <= 2x plain, admission-checked <= 1.5x plain.
 #   2. claim of one job, rolled back (every claim sees the same jobs), at
 #      CTL_READY ready jobs: fairness 'deadline' (every job with a
@@ -74,7 +77,8 @@ echo "# bench/controls.sh $(date -u +%FT%TZ), load average before: $(cut -d' ' -
 echo "# rounds $CTL_ROUNDS; enqueue: pgbench, 1 client, $CTL_SECONDS s per side and round (each call its own transaction); claim: $CTL_CALLS / 4 claims per side and round, each rolled back; microseconds per call (median)"
 
 q "SELECT jobqueue.jq_create_queue('plain'), jobqueue.jq_create_queue('deb'),
-          jobqueue.jq_create_queue('adm', max_pending => 100000000, group_max_pending => 100000000)" >/dev/null
+          jobqueue.jq_create_queue('adm', max_pending => 100000000, group_max_pending => 100000000),
+          jobqueue.jq_create_queue('plaing'), jobqueue.jq_create_queue('admq', max_pending => 100000000)" >/dev/null
 # each enqueue its own transaction, as producers do: pgbench, one client,
 # CTL_SECONDS per side and round
 cat >"$WORK/plain.sql" <<'SQL'
@@ -93,24 +97,34 @@ cat >"$WORK/adm.sql" <<'SQL'
 \set n random(1, 100)
 SELECT jobqueue.jq_enqueue('adm', '{"task": "x"}', group_key => 'g' || :n);
 SQL
+cat >"$WORK/plaing.sql" <<'SQL'
+\set n random(1, 100)
+SELECT jobqueue.jq_enqueue('plaing', '{"task": "x"}', group_key => 'g' || :n);
+SQL
+cat >"$WORK/admq.sql" <<'SQL'
+SELECT jobqueue.jq_enqueue('admq', '{"task": "x"}');
+SQL
 chown -R "$JQ_PGUSER" "$WORK"
 tps() {
 	as_pguser "$PG_BINDIR/pgbench" -n -h "$JQ_PGHOST" -p "$PORT" -c 1 -T "$CTL_SECONDS" \
 		-f "$1" bench 2>/dev/null | awk '/^tps/ {print $3}'
 }
-for side in plain debnew debsame adm; do : >"$WORK/$side"; done
+for side in plain debnew debsame adm plaing admq; do : >"$WORK/$side"; done
 for r in $(seq "$CTL_ROUNDS"); do
-	for side in plain debnew debsame adm; do
+	for side in plain debnew debsame adm plaing admq; do
 		t=$(tps "$WORK/$side.sql")
 		echo "1000000 / $t" | bc -l >>"$WORK/$side"
 	done
 done
 plain=$(median <"$WORK/plain"); debnew=$(median <"$WORK/debnew")
 debsame=$(median <"$WORK/debsame"); adm=$(median <"$WORK/adm")
+plaing=$(median <"$WORK/plaing"); admq=$(median <"$WORK/admq")
 printf 'enqueue plain                     %8.1f us\n' "$plain"
 printf 'enqueue debounced, new key        %8.1f us  %.2fx (target <= 2)\n' "$debnew" "$(echo "$debnew / $plain" | bc -l)"
 printf 'enqueue debounced, replacing      %8.1f us  %.2fx (target <= 2)\n' "$debsame" "$(echo "$debsame / $plain" | bc -l)"
 printf 'enqueue with admission limits     %8.1f us  %.2fx (target <= 1.5)\n' "$adm" "$(echo "$adm / $plain" | bc -l)"
+printf 'enqueue plain, same group keys    %8.1f us  %.2fx; limits / this: %.2fx\n' "$plaing" "$(echo "$plaing / $plain" | bc -l)" "$(echo "$adm / $plaing" | bc -l)"
+printf 'enqueue with max_pending only     %8.1f us  %.2fx (target <= 1.5)\n' "$admq" "$(echo "$admq / $plain" | bc -l)"
 
 for n in $CTL_READY; do
 	q "SELECT jobqueue.jq_drop_queue(q, true) FROM unnest(ARRAY['cprio', 'cdead']) q

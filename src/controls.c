@@ -513,10 +513,22 @@ jq_admit(const char *queue_name, text *group_key, int32 limit, int64 n,
 	if (group_key == NULL)
 		nulls[1] = JQ_ISNULL;
 	values[2] = Int64GetDatum(n);
-	jq_execute(JQ_PLAN_ADMIT_ADD, values, nulls, SPI_OK_INSERT_RETURNING);
-	bound = DatumGetInt64(jq_result(0, 1));
-	if (bound <= limit && !jq_result_bool(0, 2))
-		return;
+	jq_execute(group_key == NULL ? JQ_PLAN_ADMIT_BUMP_QUEUE : JQ_PLAN_ADMIT_BUMP_GROUP,
+			   values, nulls, SPI_OK_UPDATE_RETURNING);
+	if (SPI_processed > 0)
+	{
+		bound = DatumGetInt64(jq_result(0, 1));
+		if (bound <= limit)
+			return;
+	}
+	else
+	{
+		/* a new row (or one a concurrent producer just made): recount */
+		jq_execute(JQ_PLAN_ADMIT_ADD, values, nulls, SPI_OK_INSERT_RETURNING);
+		bound = DatumGetInt64(jq_result(0, 1));
+		if (bound <= limit && !jq_result_bool(0, 2))
+			return;
+	}
 
 	/* recount: the rows committed before the lock was ours are seen */
 	if (group_key == NULL)

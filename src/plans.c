@@ -2310,6 +2310,29 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		.name = "admit add"
 	},
 	/*
+	 * JQ_PLAN_ADMIT_BUMP_QUEUE, JQ_PLAN_ADMIT_BUMP_GROUP: $1 queue, $2 group
+	 * (NULL for the queue's row), $3 new jobs.  JQ_PLAN_ADMIT_ADD for a row
+	 * that exists, the common case: an UPDATE locks and raises the bound
+	 * in one step, where INSERT ... ON CONFLICT DO UPDATE first locks the
+	 * row it conflicts with (one more WAL record per enqueue).  No row:
+	 * JQ_PLAN_ADMIT_ADD.  One plan per kind of row, so that each probes
+	 * admission_key.
+	 */
+	[JQ_PLAN_ADMIT_BUMP_QUEUE] = {
+		"UPDATE jobqueue.admission a SET bound = a.bound + $3 "
+		"WHERE a.queue_name = $1 AND a.group_key IS NULL AND $2::text IS NULL "
+		"RETURNING a.bound",
+		3, {TEXTOID, TEXTOID, INT8OID},
+		.name = "admit bump queue"
+	},
+	[JQ_PLAN_ADMIT_BUMP_GROUP] = {
+		"UPDATE jobqueue.admission a SET bound = a.bound + $3 "
+		"WHERE a.queue_name = $1 AND a.group_key = $2 "
+		"RETURNING a.bound",
+		3, {TEXTOID, TEXTOID, INT8OID},
+		.name = "admit bump group"
+	},
+	/*
 	 * JQ_PLAN_ADMIT_COUNT_QUEUE: $1 queue.  Its pending (waiting, pending,
 	 * scheduled) and its running jobs, from the partial indexes of each
 	 * status.  Not read-only: it must see what committed while the caller
