@@ -240,8 +240,26 @@ SELECT jobqueue.jq_enqueue('q_edf', '{"later": 1}', run_at => now() + interval '
 SELECT jobqueue.jq_enqueue('q_edf', '{"now": 1}', start_by => now() + interval '3 hours')
 	IS NOT NULL AS enqueued;
 SELECT payload FROM jobqueue.jq_claim('q_edf', 10, 'w');
+-- with a group policy: earliest deadline first within the group limits
+-- (default 1, b overridden to 2); jobs without a group ('') have no limit;
+-- the jobs without a deadline after, by priority
+SELECT jobqueue.jq_create_queue('q_edf_grp', fairness => 'deadline', group_concurrency => 1);
+SELECT jobqueue.jq_set_group_limit('q_edf_grp', 'b', 2);
+SELECT count(*) FROM (
+	SELECT jobqueue.jq_enqueue('q_edf_grp', jsonb_build_object('n', n), group_key => g,
+		priority => p, start_by => now() + m * interval '1 minute')
+	FROM (VALUES (1, 'a', 1, 0), (2, 'a', 2, 0), (3, 'b', 3, 0), (4, 'b', 4, 0),
+				 (5, 'b', 5, 0), (6, 'c', NULL, 5), (7, 'd', NULL, 1), (8, 'c', NULL, 9),
+				 (9, NULL, NULL, 3), (10, NULL, 9, 0)) v(n, g, m, p) ORDER BY n) e;
+SELECT payload FROM jobqueue.jq_claim('q_edf_grp', 10, 'w');
+SELECT count(*) AS claimed_at_the_limits FROM jobqueue.jq_claim('q_edf_grp', 10, 'w');
+-- a slot freed: the group's next deadline; one at a time, earliest first
+SELECT jobqueue.jq_complete(id, lease_token) FROM jobqueue.jobs
+WHERE queue_name = 'q_edf_grp' AND payload->>'n' IN ('1', '3', '8');
+SELECT payload FROM jobqueue.jq_claim('q_edf_grp', 1, 'w');
+SELECT payload FROM jobqueue.jq_claim('q_edf_grp', 10, 'w');
 SELECT jobqueue.jq_drop_queue(q, true)
-FROM unnest(ARRAY['q_exp', 'q_exp_wait', 'q_exp_grp', 'q_exp_ord', 'q_edf']) q;
+FROM unnest(ARRAY['q_exp', 'q_exp_wait', 'q_exp_grp', 'q_exp_ord', 'q_edf', 'q_edf_grp']) q;
 
 
 -- admission limits: an enqueue beyond max_pending fails with 53400 and

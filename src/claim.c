@@ -12,7 +12,8 @@
  * settings (queuecache.c): a queue without any runs JQ_PLAN_CLAIM_PLAIN,
  * which reads the jobs table only; aging alone JQ_PLAN_CLAIM_AGED; strict
  * order per group JQ_PLAN_CLAIM_ORDERED; fair share JQ_PLAN_CLAIM_FAIR;
- * any other group policy
+ * deadline order JQ_PLAN_CLAIM_DEADLINE, with a group policy
+ * JQ_PLAN_CLAIM_GROUPS_DEADLINE; any other group policy
  * JQ_PLAN_CLAIM_GROUPS (see ordering.c for why their limits hold).  A
  * policy change takes effect for the claims that start after it commits.
  *
@@ -40,6 +41,7 @@ typedef enum JqClaimKind
 	JQ_CLAIM_GROUPS,
 	JQ_CLAIM_ORDERED,
 	JQ_CLAIM_DEADLINE,			/* fairness 'deadline' without a group policy */
+	JQ_CLAIM_GROUPS_DEADLINE,	/* fairness 'deadline' with one */
 	JQ_CLAIM_FAIR
 } JqClaimKind;
 
@@ -108,7 +110,7 @@ jq_settings_claim_kind(const JqQueueSettings *settings)
 	if (settings->fair_share)
 		return JQ_CLAIM_FAIR;
 	if (settings->group_policy)
-		return JQ_CLAIM_GROUPS;
+		return settings->deadline ? JQ_CLAIM_GROUPS_DEADLINE : JQ_CLAIM_GROUPS;
 	if (settings->deadline)
 		return JQ_CLAIM_DEADLINE;
 	if (settings->aged)
@@ -148,6 +150,8 @@ jq_claim_plan_of(const char *queue_name)
 			return JQ_PLAN_CLAIM_ORDERED;
 		case JQ_CLAIM_FAIR:
 			return JQ_PLAN_CLAIM_FAIR;
+		case JQ_CLAIM_GROUPS_DEADLINE:
+			return JQ_PLAN_CLAIM_GROUPS_DEADLINE;
 		case JQ_CLAIM_AGED:
 			return JQ_PLAN_CLAIM_AGED;
 		case JQ_CLAIM_DEADLINE:
@@ -247,11 +251,13 @@ jq_claim_plain(Datum *values, bool deadline)
 /*
  * The claim of a fair-share queue (JQ_PLAN_CLAIM_FAIR): the groups in order
  * of their usage per weight at now, which the statement gets also as Unix
- * epoch seconds (the unit of jobqueue.groups.usage_epoch).  No rotation
- * cursor: the order comes from the usage.
+ * epoch seconds (the unit of jobqueue.groups.usage_epoch); or of a deadline
+ * queue with a group policy (JQ_PLAN_CLAIM_GROUPS_DEADLINE, the epoch for
+ * the rate tokens).  No rotation cursor: the order comes from the usage or
+ * the deadlines.
  */
 static void
-jq_claim_fair(Datum *values)
+jq_claim_fair(Datum *values, JqPlanId plan)
 {
 	Datum		fvalues[6];
 	char		fnulls[6];
@@ -260,7 +266,7 @@ jq_claim_fair(Datum *values)
 	memset(fnulls, JQ_NOTNULL, 5);	/* $4 is the lease's end, never NULL */
 	fvalues[5] = Float8GetDatum(jq_epoch_seconds(DatumGetTimestampTz(values[4])));
 	fnulls[5] = JQ_NOTNULL;
-	jq_execute(JQ_PLAN_CLAIM_FAIR, fvalues, fnulls, SPI_OK_SELECT);
+	jq_execute(plan, fvalues, fnulls, SPI_OK_SELECT);
 }
 
 /*
@@ -301,7 +307,10 @@ jq_claim_run(JqClaimKind kind, const JqQueueSettings *settings,
 			plan = JQ_PLAN_CLAIM_ORDERED;
 			break;
 		case JQ_CLAIM_FAIR:
-			jq_claim_fair(values);
+			jq_claim_fair(values, JQ_PLAN_CLAIM_FAIR);
+			return;
+		case JQ_CLAIM_GROUPS_DEADLINE:
+			jq_claim_fair(values, JQ_PLAN_CLAIM_GROUPS_DEADLINE);
 			return;
 	}
 

@@ -122,6 +122,7 @@ typedef enum JqPlanId
 	JQ_PLAN_GROUPS_PRUNE_LOCK,
 	JQ_PLAN_GROUPS_PRUNE,
 	JQ_PLAN_CLAIM_FAIR,
+	JQ_PLAN_CLAIM_GROUPS_DEADLINE,
 	JQ_PLAN_ROTATION_READ,
 	JQ_PLAN_ROTATION_MOVE,
 	/* schedules and rate limits (schedules.c, lifecycle.c) */

@@ -554,6 +554,35 @@
 	"ORDER BY gr.share_key, gr.group_key LIMIT 1 FOR NO KEY UPDATE OF gr SKIP LOCKED"
 
 /*
+ * One step of the deadline walk of a queue with a group policy
+ * (JQ_PLAN_CLAIM_GROUPS_DEADLINE): the next ready job of queue $1 in ORDER
+ * for which WHERE holds, whose group can start one more job after the
+ * jobs TAKEN (a text[] of their group keys) that this claim has chosen
+ * already: below its limit (override, else group_concurrency) counting
+ * them, and with a rate token for each.  Its group's row is locked (FOR NO
+ * KEY UPDATE SKIP LOCKED, the conditions rechecked on the newest version,
+ * as in JQ_GROUP_BRANCH_SQL): a group another claim serves is passed over;
+ * a group this claim locked already is not.  The job itself is locked
+ * later (l).
+ */
+#define JQ_EDF_STEP_SQL(WHERE, TAKEN, ORDER) \
+	"SELECT j.id, j.start_by, j.priority, j.available_at, j.group_key, o.avail " \
+	"FROM jobqueue.jobs j JOIN jobqueue.groups gr " \
+	"  ON gr.queue_name = $1 AND gr.group_key = j.group_key " \
+	"CROSS JOIN q CROSS JOIN LATERAL (" \
+	"  SELECT COALESCE(gl.concurrency, q.lim) AS lim, " \
+	"         " JQ_GROUP_TOKENS_SQL("gr", "$6", JQ_GROUP_RATE_SQL("gl"), JQ_GROUP_BURST_SQL("gl")) " AS avail " \
+	"  FROM (SELECT) one LEFT JOIN jobqueue.group_limits gl " \
+	"    ON gl.queue_name = $1 AND gl.group_key = j.group_key) o " \
+	"CROSS JOIN LATERAL (SELECT pg_catalog.count(*) AS k FROM pg_catalog.unnest(" TAKEN ") t " \
+	"                    WHERE t = j.group_key) tk " \
+	"WHERE j.queue_name = $1 AND j.status = 'pending' AND j.available_at <= $5 " \
+	"  AND " WHERE " " \
+	"  AND (gr.group_key = '' OR o.lim IS NULL OR gr.running + tk.k < o.lim) " \
+	"  AND (gr.group_key = '' OR o.avail IS NULL OR o.avail >= tk.k + 1) " \
+	"ORDER BY " ORDER " LIMIT 1 FOR NO KEY UPDATE OF gr SKIP LOCKED"
+
+/*
  * The groups of queue $1 that have pending jobs, in key order, found by a
  * skip scan of jobs_group_idx (one index probe per group): NAME(key), the
  * keys from the first one for which START holds (a condition on j) on, as
@@ -1707,6 +1736,66 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		JQ_GROUP_LEASE_RATED_SQL("SELECT l.id FROM l", "$6"),
 		6, {TEXTOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, FLOAT8OID},
 		.name = "claim fair"
+	},
+	/*
+	 * JQ_PLAN_CLAIM_GROUPS_DEADLINE: $1 queue, $2 n, $3 owner, $4 lease
+	 * expiry, $5 now, $6 now as Unix epoch seconds; the claim of a queue
+	 * with fairness 'deadline' and a group policy (not strict order):
+	 * earliest deadline first within the group limits.
+	 *
+	 * d: the ready jobs with a start_by still ahead, earliest first
+	 * (jobs_start_by_idx), one JQ_EDF_STEP_SQL probe each, carrying the
+	 * groups chosen so far; p: when d chose fewer than n, the jobs without
+	 * a deadline in priority order (jobs_claim_idx), from where d left off.
+	 * A job whose group is at its limit, counting what this claim took, is
+	 * passed over, so the walk visits at most n jobs plus those passed over
+	 * before them.  The chosen jobs are locked (SKIP LOCKED, status and
+	 * deadline rechecked) and leased in the order chosen; the groups'
+	 * rate tokens are debited as in JQ_PLAN_CLAIM_GROUPS.
+	 */
+	[JQ_PLAN_CLAIM_GROUPS_DEADLINE] = {
+		"WITH RECURSIVE q AS (SELECT q.lease_duration, q.max_runtime, q.group_concurrency AS lim, "
+		"             q.group_rate_limit AS grate, q.group_rate_burst AS gburst "
+		"           FROM jobqueue.queues q WHERE q.queue_name = $1 AND NOT q.paused "
+		"             AND q.fairness = 'deadline' AND NOT q.group_ordered), "
+		"d AS (SELECT s.id, s.start_by, s.priority, s.available_at, s.group_key, s.avail, "
+		"             ARRAY[s.group_key] AS taken, 1 AS n "
+		"      FROM (" JQ_EDF_STEP_SQL("j.start_by IS NOT NULL AND j.start_by > $5",
+								   "'{}'::text[]", "j.start_by, j.id") ") s "
+		"      UNION ALL "
+		"      SELECT s.id, s.start_by, s.priority, s.available_at, s.group_key, s.avail, "
+		"             d.taken || s.group_key, d.n + 1 "
+		"      FROM d CROSS JOIN LATERAL (" JQ_EDF_STEP_SQL("j.start_by IS NOT NULL AND j.start_by > $5 "
+														"AND (j.start_by, j.id) > (d.start_by, d.id)",
+														"d.taken", "j.start_by, j.id") ") s "
+		"      WHERE d.n < $2), "
+		"d0 AS (SELECT COALESCE((SELECT d.taken FROM d ORDER BY d.n DESC LIMIT 1), '{}'::text[]) AS taken, "
+		"              COALESCE((SELECT pg_catalog.max(d.n) FROM d), 0) AS n), "
+		"p AS (SELECT s.id, s.start_by, s.priority, s.available_at, s.group_key, s.avail, "
+		"             d0.taken || s.group_key AS taken, d0.n + 1 AS n "
+		"      FROM d0 CROSS JOIN LATERAL (" JQ_EDF_STEP_SQL("j.start_by IS NULL", "d0.taken",
+													   "j.priority DESC, j.available_at, j.id") ") s "
+		"      WHERE d0.n < $2 "
+		"      UNION ALL "
+		"      SELECT s.id, s.start_by, s.priority, s.available_at, s.group_key, s.avail, "
+		"             p.taken || s.group_key, p.n + 1 "
+		"      FROM p CROSS JOIN LATERAL (" JQ_EDF_STEP_SQL("j.start_by IS NULL "
+														"AND (j.priority < p.priority OR (j.priority = p.priority "
+														"     AND (j.available_at, j.id) > (p.available_at, p.id)))",
+														"p.taken", "j.priority DESC, j.available_at, j.id") ") s "
+		"      WHERE p.n < $2), "
+		"c AS (SELECT d.id, d.group_key, d.n AS pos, d.n AS rank FROM d "
+		"      UNION ALL SELECT p.id, p.group_key, p.n, p.n FROM p), "
+		"g0 AS (SELECT DISTINCT ON (w.group_key) w.group_key, w.avail "
+		"       FROM (SELECT d.group_key, d.avail FROM d UNION ALL SELECT p.group_key, p.avail FROM p) w "
+		"       WHERE w.group_key <> ''), "
+		"l AS (SELECT j.id FROM jobqueue.jobs j "
+		"      WHERE j.queue_name = $1 AND j.id = ANY (ARRAY(SELECT c.id FROM c)) "
+		"        AND j.status = 'pending' AND " JQ_NOT_EXPIRED_SQL("j") " "
+		"      FOR NO KEY UPDATE OF j SKIP LOCKED), "
+		JQ_GROUP_LEASE_RATED_SQL("SELECT l.id FROM l", "$6"),
+		6, {TEXTOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, FLOAT8OID},
+		.name = "claim groups deadline"
 	},
 	/*
 	 * JQ_PLAN_CLAIM_ORDERED: $1 queue, $2 n, $3 owner, $4 lease expiry, $5 now, $6
