@@ -31,8 +31,9 @@
  * also before any ANALYZE).  A backend that prepared its statements while
  * jobs was empty (a new deployment, after a TRUNCATE) would keep plans made
  * for an empty table -- a sequential scan where an index probe is needed --
- * until something invalidated them.  So jq_plan() looks at the table's
- * size at most once a second (jq_plans_check_size): when it has grown or
+ * until something invalidated them.  The same holds for groups, which the
+ * group trigger probes by key.  So jq_plan() looks at both tables' sizes
+ * at most once a second (jq_plans_check_size): when one has grown or
  * shrunk tenfold since the kept plans were built, they are marked invalid,
  * as an ANALYZE would, and the plan cache builds them again at their next
  * use, for the table as it is now.  Only jobqueue's own kept plans are
@@ -2486,12 +2487,22 @@ static SPIPlanPtr plans[JQ_NUM_PLANS];
 /* below this many blocks a table counts as this many */
 #define JQ_PLANS_SIZE_FLOOR		8
 
-static BlockNumber plans_jobs_blocks = InvalidBlockNumber;	/* when built */
+/*
+ * The tables whose size the kept plans follow: jobs, and groups, which the
+ * group trigger's statements probe by key once per job moved (a plan made
+ * while groups was empty scans it, and a statement that gives 100,000 jobs
+ * groups of their own would scan it 100,000 times as it grows).
+ */
+static const char *const plans_sized_tables[] = {"jobs", "groups"};
+#define JQ_PLANS_SIZED_TABLES lengthof(plans_sized_tables)
+
+/* their sizes when the kept plans were built */
+static BlockNumber plans_blocks[JQ_PLANS_SIZED_TABLES] = {InvalidBlockNumber, InvalidBlockNumber};
 static TimestampTz plans_size_checked = 0;
 
-/* The number of blocks of jobqueue.jobs now, or InvalidBlockNumber */
+/* The number of blocks of jobqueue.<relname> now, or InvalidBlockNumber */
 static BlockNumber
-jq_jobs_blocks(void)
+jq_table_blocks(const char *relname)
 {
 	Oid			nspoid = get_namespace_oid("jobqueue", true);
 	Oid			relid;
@@ -2500,7 +2511,7 @@ jq_jobs_blocks(void)
 
 	if (!OidIsValid(nspoid))
 		return InvalidBlockNumber;
-	relid = get_relname_relid("jobs", nspoid);
+	relid = get_relname_relid(relname, nspoid);
 	if (!OidIsValid(relid))
 		return InvalidBlockNumber;
 	/* the statement about to run takes this lock anyway */
@@ -2513,31 +2524,35 @@ jq_jobs_blocks(void)
 }
 
 /*
- * Mark every kept plan invalid when the jobs table's size changed tenfold
- * since they were built; at most once a second.  The plan cache rebuilds an
- * invalid plan at its next use (as after an ANALYZE); a plan running now
- * (a trigger's statement inside a claim) runs on.
+ * Mark every kept plan invalid when the size of jobs or of groups changed
+ * tenfold since they were built; at most once a second.  The plan cache
+ * rebuilds an invalid plan at its next use (as after an ANALYZE); a plan
+ * running now (a trigger's statement inside a claim) runs on.
  */
 static void
 jq_plans_check_size(void)
 {
 	TimestampTz now = GetCurrentTimestamp();
-	BlockNumber cur;
+	BlockNumber cur[JQ_PLANS_SIZED_TABLES];
+	bool		changed = false;
+	int			t;
 
 	if (now - plans_size_checked < JQ_PLANS_SIZE_CHECK_MS * 1000 &&
-		plans_jobs_blocks != InvalidBlockNumber)
+		plans_blocks[0] != InvalidBlockNumber)
 		return;
 	plans_size_checked = now;
-	cur = jq_jobs_blocks();
-	if (cur == InvalidBlockNumber)
-		return;
-	if (plans_jobs_blocks == InvalidBlockNumber)
+	for (t = 0; t < JQ_PLANS_SIZED_TABLES; t++)
 	{
-		plans_jobs_blocks = cur;
-		return;
+		cur[t] = jq_table_blocks(plans_sized_tables[t]);
+		if (cur[t] == InvalidBlockNumber)
+			continue;
+		if (plans_blocks[t] == InvalidBlockNumber)
+			plans_blocks[t] = cur[t];
+		else if ((double) cur[t] >= (double) plans_blocks[t] * JQ_PLANS_SIZE_FACTOR ||
+				 (double) cur[t] * JQ_PLANS_SIZE_FACTOR <= (double) plans_blocks[t])
+			changed = true;
 	}
-	if ((double) cur < (double) plans_jobs_blocks * JQ_PLANS_SIZE_FACTOR &&
-		(double) cur * JQ_PLANS_SIZE_FACTOR > (double) plans_jobs_blocks)
+	if (!changed)
 		return;
 
 	for (int id = 0; id < JQ_NUM_PLANS; id++)
@@ -2556,9 +2571,14 @@ jq_plans_check_size(void)
 				source->gplan->is_valid = false;
 		}
 	}
-	elog(DEBUG1, "jobqueue: table jobs has %u blocks, %u when the kept plans were built: rebuilding them",
-		 cur, plans_jobs_blocks);
-	plans_jobs_blocks = cur;
+	for (t = 0; t < JQ_PLANS_SIZED_TABLES; t++)
+	{
+		if (cur[t] == InvalidBlockNumber)
+			continue;
+		elog(DEBUG1, "jobqueue: table %s has %u blocks, %u when the kept plans were built: rebuilding them",
+			 plans_sized_tables[t], cur[t], plans_blocks[t]);
+		plans_blocks[t] = cur[t];
+	}
 }
 
 /*
@@ -2621,7 +2641,8 @@ jq_plans_reset(void)
 		plans[id] = NULL;
 	}
 	distributed_mode = -1;
-	plans_jobs_blocks = InvalidBlockNumber;
+	for (int t = 0; t < JQ_PLANS_SIZED_TABLES; t++)
+		plans_blocks[t] = InvalidBlockNumber;
 }
 
 /*

@@ -5,6 +5,10 @@
 #  ANALYZE ever runs).  jq_explain_claim, which shows the session's kept
 #  plan, shows the claim index and no sequential scan of jobs; the plan the
 #  claim then runs (logged by auto_explain) has none either.
+# The same for jobqueue.groups, which the group trigger probes by key for
+#  every job it moves: a session that made that plan while groups was
+#  empty and vacuumed (a sequential scan) probes it through its primary key
+#  once a statement of its own has given 20,000 jobs groups of their own.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -59,5 +63,40 @@ is(scalar(@plans), 1, 'auto_explain logged the claim statement');
 unlike($plans[0] // '', qr/Seq Scan on jobs/,
 	'the claim it ran reads jobs through indexes only');
 $old->quit;
+
+# groups: empty and vacuumed, then a session's own statement fills it
+$node->safe_psql('postgres', q{
+SELECT jobqueue.jq_create_queue('grow_groups', group_concurrency => 1);
+VACUUM jobqueue.groups;
+});
+my $groups = $node->background_psql('postgres');
+$groups->query_safe(q{LOAD 'auto_explain'});
+$groups->query_safe(q{SET auto_explain.log_min_duration = 0});
+$groups->query_safe(q{SET auto_explain.log_nested_statements = on});
+$offset = -s $node->logfile;
+$groups->query_safe(q{SELECT jobqueue.jq_enqueue('grow_groups', '{}', group_key => 'first')});
+my ($first_probe) = grep { /INSERT INTO jobqueue.groups/ && /FOR KEY SHARE/ }
+  split /\n(?=\S)/, slurp_file($node->logfile, $offset);
+note "the group probe planned on the empty table:\n" . ($first_probe // '');
+$groups->query_safe(q{
+SELECT count(*) FROM jobqueue.jq_enqueue_many('grow_groups',
+	ARRAY(SELECT '{}'::jsonb FROM generate_series(1, 20000)),
+	group_keys => ARRAY(SELECT 'g' || i FROM generate_series(1, 20000) i))});
+my $probe_ok = 0;
+my $probe = '';
+foreach my $try (1 .. 600)
+{
+	$offset = -s $node->logfile;
+	$groups->query_safe(qq{SELECT jobqueue.jq_enqueue('grow_groups', '{}', group_key => 'late-$try')});
+	($probe) = grep { /INSERT INTO jobqueue.groups/ && /FOR KEY SHARE/ }
+	  split /\n(?=\S)/, slurp_file($node->logfile, $offset);
+	$probe //= '';
+	$probe_ok = $probe =~ /Index Scan using groups_pkey on groups/ && $probe !~ /Seq Scan on groups/;
+	last if $probe_ok;
+	$groups->query_safe('SELECT pg_sleep(0.05)');
+}
+ok($probe_ok, 'after 20,000 groups the session probes groups through its primary key')
+  or diag $probe;
+$groups->quit;
 $node->stop;
 done_testing();
