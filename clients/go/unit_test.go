@@ -220,9 +220,9 @@ func TestStopWithoutServer(t *testing.T) {
 // brackets and commas; the empty claim is NULL, not "[]", but "[]" is read
 // too.
 func TestSplitJobs(t *testing.T) {
-	data := []byte(`[[17, {"a": [1, {"b": "x]\"},"}], "c": null}, 1, 3, "2026-11-30T12:44:51.123456+00:00", 299.9987, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"], ` + "\n " +
-		`[18, "just a string, with \\ and \" and ]", 2, 1, "2026-11-30T12:44:51+00:00", 0.5, null], ` + "\n " +
-		`[19, 42, 1, 1, "2026-11-30T12:44:51.5+01:00", 1e-3, null]]`)
+	data := []byte(`[[17, {"a": [1, {"b": "x]\"},"}], "c": null}, 1, 3, "2026-11-30T12:44:51.123456+00:00", 299.9987, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "k=v,q=\"x\\\\\"", "00-1af7651916cd43dd8448eb211c80319c-c7ad6b7169203331-01"], ` + "\n " +
+		`[18, "just a string, with \\ and \" and ]", 2, 1, "2026-11-30T12:44:51+00:00", 0.5, null, null, null], ` + "\n " +
+		`[19, 42, 1, 1, "2026-11-30T12:44:51.5+01:00", 1e-3, null, "a=b", null]]`)
 	rows, err := splitJobs(data)
 	if err != nil || len(rows) != 3 {
 		t.Fatalf("%d rows, %v", len(rows), err)
@@ -236,16 +236,17 @@ func TestSplitJobs(t *testing.T) {
 	j, lease, err := parseJob("q", &rows[0])
 	if err != nil || j.ID != 17 || j.Attempt != 1 || j.Token != 3 || lease != time.Duration(299.9987*float64(time.Second)) ||
 		!j.LeaseExpiresAt.Equal(time.Date(2026, 11, 30, 12, 44, 51, 123456000, time.UTC)) || j.Queue != "q" ||
-		j.Traceparent != "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" {
+		j.Traceparent != "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" ||
+		j.Tracestate != `k=v,q="x\\"` || j.TraceOrigin != "00-1af7651916cd43dd8448eb211c80319c-c7ad6b7169203331-01" {
 		t.Fatalf("%+v %v %v", j, lease, err)
 	}
-	if j, _, err := parseJob("q", &rows[2]); err != nil || string(j.Payload) != "42" || j.Traceparent != "" || !j.LeaseExpiresAt.Equal(time.Date(2026, 11, 30, 11, 44, 51, 5e8, time.UTC)) {
+	if j, _, err := parseJob("q", &rows[2]); err != nil || string(j.Payload) != "42" || j.Traceparent != "" || j.Tracestate != "a=b" || j.TraceOrigin != "" || !j.LeaseExpiresAt.Equal(time.Date(2026, 11, 30, 11, 44, 51, 5e8, time.UTC)) {
 		t.Fatalf("%+v %v", j, err)
 	}
 	if rows, err := splitJobs([]byte(`[]`)); err != nil || len(rows) != 0 {
 		t.Fatalf("%v %v", rows, err)
 	}
-	for _, bad := range []string{``, `{}`, `[[1, 2]]`, `[[1, 2, 3, 4, "x", 5`, `[[1, {"a": 1}, 3, 4, "x", 5, 6, 7]]`, `[[1, "open, 3, 4, "x", 5, 6]]`} {
+	for _, bad := range []string{``, `{}`, `[[1, 2]]`, `[[1, 2, 3, 4, "x", 5`, `[[1, {"a": 1}, 3, 4, "x", 5, 6, 7, 8, 9]]`, `[[1, "open, 3, 4, "x", 5, 6, 7, 8]]`, `[[1, 2, 3, 4, "x", 5, 6]]`} {
 		if _, err := splitJobs([]byte(bad)); err == nil {
 			t.Fatalf("%q: no error", bad)
 		}

@@ -24,13 +24,15 @@ import (
 const Channel = "jobqueue"
 
 // A claim returns its jobs as one JSON array of [id, payload, attempt,
-// token, lease_expires_at, seconds of lease left, traceparent] (in the
+// token, lease_expires_at, seconds of lease left, traceparent, tracestate,
+// trace_origin] (in the
 // order of the claim), decoded in one pass.  The lease left is measured against
 // clock_timestamp(): the claim of jq_complete_and_claim reads the clock
 // after its completions.
 const sqlJobsJSON = "SELECT pg_catalog.json_agg(pg_catalog.json_build_array(c.id, c.payload, c.attempt, c.token, " +
 	"c.lease_expires_at, pg_catalog.date_part('epoch', " +
-	"c.lease_expires_at - pg_catalog.clock_timestamp()), c.traceparent) ORDER BY c.n)::text " +
+	"c.lease_expires_at - pg_catalog.clock_timestamp()), c.traceparent, c.tracestate, c.trace_origin) " +
+	"ORDER BY c.n)::text " +
 	"FROM %s WITH ORDINALITY AS c(id, payload, attempt, token, lease_expires_at, " +
 	"traceparent, tracestate, trace_origin, n)"
 
@@ -68,6 +70,12 @@ type Job struct {
 	// Traceparent is the W3C trace context its producer recorded
 	// (jobqueue.traceparent or the traceparent argument), "" when none.
 	Traceparent string
+	// Tracestate is the W3C tracestate recorded with it, "" when none.
+	Tracestate string
+	// TraceOrigin is the traceparent of the job this one came from (the
+	// dependency that released it, the schedule's run, the job it
+	// replays), "" when none.
+	TraceOrigin string
 
 	mu     sync.Mutex
 	reason string
@@ -772,7 +780,7 @@ func (w *Worker) claim(st *loop, now time.Time) error {
 func (w *Worker) claimed(st *loop, qi int, jobs []byte, n int) error {
 	st.want[qi] = false
 	st.next = (qi + 1) % len(w.queues)
-	var rows [][7][]byte
+	var rows [][jobFields][]byte
 	if jobs != nil {
 		var err error
 		if rows, err = splitJobs(jobs); err != nil {

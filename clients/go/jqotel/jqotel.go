@@ -6,9 +6,10 @@
 // and every run of a job is a CONSUMER span "process <queue>", the child of
 // the W3C traceparent its producer recorded (jq_enqueue's argument or the
 // producer's jobqueue.traceparent setting, so a job enqueued by a trigger
-// or PL/pgSQL joins the application's trace), with the queue, job id and
-// attempt as attributes, status Error and the error recorded when the
-// handler fails.  The span is in the handler's ctx: its own spans are
+// or PL/pgSQL joins the application's trace) with its tracestate, linked to
+// the trace of the job it came from (a dependency, a schedule's run, a
+// replay) where there is one, with the queue, job id, attempt and outcome as
+// attributes, status Error and the error recorded when the handler fails.  The span is in the handler's ctx: its own spans are
 // children of it.
 //
 // It is a package of its own so that the client (package jobqueue) does
@@ -41,9 +42,18 @@ func Handler(tp trace.TracerProvider, h jobqueue.Handler) jobqueue.Handler {
 			p = otel.GetTracerProvider()
 		}
 		if sc, ok := RemoteSpanContext(job.Traceparent); ok {
+			if ts, err := trace.ParseTraceState(job.Tracestate); err == nil {
+				sc = sc.WithTraceState(ts)
+			}
 			ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
 		}
+		var links []trace.Link
+		if sc, ok := RemoteSpanContext(job.TraceOrigin); ok {
+			links = append(links, trace.Link{SpanContext: sc,
+				Attributes: []attribute.KeyValue{attribute.String("jobqueue.link", "origin")}})
+		}
 		ctx, span := p.Tracer(InstrumentationName).Start(ctx, "process "+job.Queue,
+			trace.WithLinks(links...),
 			trace.WithSpanKind(trace.SpanKindConsumer),
 			trace.WithAttributes(
 				attribute.String("messaging.system", "jobqueue"),

@@ -183,3 +183,56 @@ func TestRemoteSpanContext(t *testing.T) {
 		}
 	}
 }
+
+// A dependent job with a tracestate of its own: its span continues its
+// producer's trace with that tracestate, and links to the trace of the
+// dependency that released it (its trace_origin).
+func TestSpanTracestateAndOrigin(t *testing.T) {
+	dsn := testDSN(t)
+	ctx := context.Background()
+	db, err := pgxpool.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	queue := "gootel-" + randHex(5)
+	if _, err := db.Exec(ctx, "SELECT jobqueue.jq_create_queue($1)", queue); err != nil {
+		t.Fatal(err)
+	}
+	depTP := "00-" + randHex(16) + "-" + randHex(8) + "-01"
+	ownTP := "00-" + randHex(16) + "-" + randHex(8) + "-01"
+	var dep, id int64
+	if err := db.QueryRow(ctx, "SELECT jobqueue.jq_enqueue($1, '{}', traceparent => $2)", queue, depTP).Scan(&dep); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow(ctx, "SELECT jobqueue.jq_enqueue($1, '{}', depends_on => ARRAY[$2::bigint], "+
+		"traceparent => $3, tracestate => 'vendor=abc,other=x')", queue, dep, ownTP).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+
+	sr := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
+	run(t, db, dsn, queue, id, "succeeded", tp, func(ctx context.Context, job *jobqueue.Job) error { return nil })
+
+	var child sdktrace.ReadOnlySpan
+	for _, s := range sr.Ended() {
+		if attrs(s)["jobqueue.job.id"].AsInt64() == id {
+			child = s
+		}
+	}
+	if child == nil {
+		t.Fatalf("no span for job %d among %d", id, len(sr.Ended()))
+	}
+	own, _ := jqotel.RemoteSpanContext(ownTP)
+	origin, _ := jqotel.RemoteSpanContext(depTP)
+	if child.Parent().TraceID() != own.TraceID() || child.Parent().SpanID() != own.SpanID() {
+		t.Errorf("parent %v, want the producer's %v", child.Parent(), own)
+	}
+	if got := child.Parent().TraceState().String(); got != "vendor=abc,other=x" {
+		t.Errorf("tracestate %q", got)
+	}
+	if links := child.Links(); len(links) != 1 || links[0].SpanContext.TraceID() != origin.TraceID() ||
+		links[0].SpanContext.SpanID() != origin.SpanID() {
+		t.Errorf("links %v, want one to the dependency's %v", links, origin)
+	}
+}
