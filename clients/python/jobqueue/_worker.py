@@ -28,14 +28,16 @@ log = logging.getLogger("jobqueue")
 CHANNEL = "jobqueue"
 
 # A claim returns its jobs as one JSON array of [id, payload, attempt, token,
-# lease_expires_at, seconds of lease left, traceparent] (in claim order):
+# lease_expires_at, seconds of lease left, traceparent, tracestate,
+# trace_origin] (in claim order):
 # one value to decode, instead of six per job, each through psycopg's
 # loaders.  The lease left is measured against clock_timestamp(): the claim
 # of jq_complete_and_claim reads the clock after its completions.
 _JOBS_JSON = (
     "SELECT pg_catalog.json_agg(pg_catalog.json_build_array(c.id, c.payload, c.attempt, c.token, "
     "c.lease_expires_at, pg_catalog.date_part('epoch', "
-    "c.lease_expires_at - pg_catalog.clock_timestamp()), c.traceparent) ORDER BY c.n)::text "
+    "c.lease_expires_at - pg_catalog.clock_timestamp()), c.traceparent, c.tracestate, "
+    "c.trace_origin) ORDER BY c.n)::text "
     "FROM {call} WITH ORDINALITY AS c(id, payload, attempt, token, lease_expires_at, "
     "traceparent, tracestate, trace_origin, n)"
 )
@@ -70,7 +72,10 @@ class Job:
 
     ``id``, ``payload`` (decoded JSON), ``attempt`` (1 on the first run),
     ``token`` (the fencing token), ``lease_expires_at``, ``queue``,
-    ``traceparent`` (the W3C trace context its producer recorded, or None).
+    ``traceparent`` (the W3C trace context its producer recorded, or None),
+    ``tracestate`` (recorded with it, or None), ``trace_origin`` (the
+    traceparent of the job this one came from: the dependency that released
+    it, the schedule's run, the job it replays; or None).
     ``cancelled`` is a threading.Event set when the worker will not be
     able to report the job's result: its lease was lost (the heartbeat was
     refused: the job was cancelled, reaped or ran past max_runtime) or the
@@ -79,12 +84,16 @@ class Job:
     """
 
     __slots__ = ("id", "payload", "attempt", "token", "_expires", "queue", "traceparent",
+                 "tracestate", "trace_origin",
                  "_cancelled", "cancel_reason", "_lease_len", "_deadline", "_next_hb",
                  "_started", "_result")
 
-    def __init__(self, queue, id, payload, attempt, token, lease_expires_at, traceparent=None):
+    def __init__(self, queue, id, payload, attempt, token, lease_expires_at, traceparent=None,
+                 tracestate=None, trace_origin=None):
         self.queue = queue
         self.traceparent = traceparent
+        self.tracestate = tracestate
+        self.trace_origin = trace_origin
         self.id = id
         self.payload = payload
         self.attempt = attempt
@@ -154,8 +163,9 @@ class Worker:
       or every held job is finished), so completions go in batches.
     around_job: a hook, ``around_job(job, run)``, that runs each job by
       calling ``run()`` and returns what it returns (or raises what it
-      raises): a tracing library opens a span there, linked to
-      ``job.traceparent``.
+      raises): a tracing library opens a span there, the child of
+      ``job.traceparent`` (with ``job.tracestate``), linked to
+      ``job.trace_origin``.
 
     Errors: a failure caused by one job's data (a result the server
     refuses) fails that job; deadlocks, serialization failures, timeouts
@@ -524,8 +534,8 @@ class Worker:
         t = time.monotonic()
         rows = json.loads(jobs) if jobs is not None else ()
         held, ready, frac = self._held, self._ready, self.heartbeat_fraction
-        for id_, payload, attempt, token, expires, remaining, traceparent in rows:
-            job = Job(queue, id_, payload, attempt, token, expires, traceparent)
+        for id_, payload, attempt, token, expires, remaining, tparent, tstate, torigin in rows:
+            job = Job(queue, id_, payload, attempt, token, expires, tparent, tstate, torigin)
             job._lease_len = lease = max(0.001, float(remaining))
             job._deadline = t + lease
             job._next_hb = t + lease * frac

@@ -352,3 +352,32 @@ def test_quickstart_in_readme(dsn):
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert "sent 3 e-mails" in out.stdout
+
+
+def test_around_job_sees_the_trace_context(dsn, db, make_queue):
+    """The around_job hook, where a tracing library opens a span, gets the
+    job's traceparent and tracestate, and the traceparent of the dependency
+    that released it as trace_origin."""
+    q = make_queue()
+    dep_tp = "00-" + "1" * 32 + "-" + "2" * 16 + "-01"
+    own_tp = "00-" + "3" * 32 + "-" + "4" * 16 + "-01"
+    dep = q1(db, "SELECT jobqueue.jq_enqueue(%s, '{}', traceparent => %s)", (q, dep_tp))
+    child = q1(db, "SELECT jobqueue.jq_enqueue(%s, '{}', depends_on => ARRAY[%s::bigint], "
+                   "traceparent => %s, tracestate => 'vendor=abc')", (q, dep, own_tp))
+    db.commit()
+    seen = {}
+
+    def around(job, run):
+        seen[job.id] = (job.traceparent, job.tracestate, job.trace_origin)
+        return run()
+
+    w = jobqueue.Worker(dsn, q, lambda job: None, concurrency=1, batch_size=1, poll_interval=0.2,
+                        around_job=around)
+    t = threading.Thread(target=w.run)
+    t.start()
+    wait_for(lambda: q1(db, "SELECT status::text FROM jobqueue.jobs WHERE id = %s", (child,)) == "succeeded",
+             what="the dependent job")
+    w.stop()
+    t.join(10)
+    assert seen[dep] == (dep_tp, None, None)
+    assert seen[child] == (own_tp, "vendor=abc", dep_tp)
