@@ -157,6 +157,46 @@ test('a serialization failure of the server (40001) is retried: the completion g
   assert.deepEqual([w.stats.completed, w.stats.fenced], [1, 0]);
 });
 
+for (const sqlstate of ['40P01', '57014', '55P03']) {
+  test(`a transient error of the server (${sqlstate}) in the batch call is retried: every job succeeds at its first attempt`, { skip: noServer }, async () => {
+    const q = await makeQueue(`n${sqlstate.toLowerCase()}`, { leaseDuration: 30 });
+    const tag = `${q.replace(/[^a-z0-9]/g, '_')}`;
+    // Once: a sequence's nextval is not undone by the error's rollback.
+    await db().query(`CREATE SEQUENCE public.fail_once_${tag}`);
+    await db().query(`CREATE FUNCTION public.fail_once_${tag}() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.queue_name = '${q}' AND NEW.status = 'succeeded'
+           AND pg_catalog.nextval('public.fail_once_${tag}') = 1 THEN
+          RAISE EXCEPTION 'forced by the test' USING ERRCODE = '${sqlstate}';
+        END IF;
+        RETURN NEW;
+      END $$`);
+    await db().query(`CREATE TRIGGER fail_once_${tag} BEFORE UPDATE ON jobqueue.jobs FOR EACH ROW EXECUTE FUNCTION public.fail_once_${tag}()`);
+    const { lines, logger } = recorder();
+    const w = new Worker({
+      connectionString: DSN, queue: q, concurrency: 10, batchSize: 10, pollInterval: 200, handleSignals: false, logger,
+      reconnectBase: 50, reconnectMax: 100,
+      handler: async () => ({ ok: true }),
+    });
+    try {
+      const client = new Client({ connectionString: DSN });
+      await client.enqueueMany(q, Array.from({ length: 10 }, (_, i) => ({ i })));
+      await client.end();
+      await w.start();
+      await waitFor(async () => sameCounts(await statusCounts(q), { succeeded: 10 }), 'every job to succeed', 30000);
+    } finally {
+      await w.stop();
+      await db().query(`DROP TRIGGER fail_once_${tag} ON jobqueue.jobs`);
+      await db().query(`DROP FUNCTION public.fail_once_${tag}()`);
+      await db().query(`DROP SEQUENCE public.fail_once_${tag}`);
+    }
+    await assert.doesNotReject(w.done);
+    assert.equal(Number(await q1('SELECT max(attempt_count) FROM jobqueue.jobs WHERE queue_name = $1', [q])), 1);
+    assert.ok(lines.warn.some((l) => new RegExp(`SQLSTATE ${sqlstate}`).test(l)), lines.warn.join('\n'));
+    assert.equal(w.stats.completed, 10);
+  });
+}
+
 /** The start of a worker that must fail: rejects with a FatalError, and done with the same. */
 async function startFails(options, code, message) {
   const { lines, logger } = recorder();
