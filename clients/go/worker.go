@@ -46,9 +46,6 @@ const (
 	sqlCompleteMany = "SELECT id FROM jobqueue.jq_complete_many($1::bigint[], $2::bigint[], $3::text[]::jsonb[]) AS id"
 	sqlFail         = "SELECT jobqueue.jq_fail($1::bigint, $2::bigint, $3, $4, retryable => $5::boolean, " +
 		"retry_in => $6::interval)::text"
-	// Since 1.4 jq_fail keeps a stack trace in the error history entry.
-	sqlFailStack = "SELECT jobqueue.jq_fail($1::bigint, $2::bigint, $3, $4, retryable => $5::boolean, " +
-		"retry_in => $6::interval, stack => $7::text)::text"
 	// What the worker checks when it connects: the extension is there, and
 	// whether its jq_fail takes a stack trace.
 	sqlCheckExtension = "SELECT EXISTS (SELECT FROM pg_catalog.pg_proc p WHERE p.pronamespace = e.extnamespace " +
@@ -57,6 +54,16 @@ const (
 	sqlHeartbeat = "SELECT pg_catalog.date_part('epoch', h - pg_catalog.now()) " +
 		"FROM jobqueue.jq_heartbeat($1::bigint, $2::bigint) AS h"
 	sqlRelease = "SELECT jobqueue.jq_release($1::bigint, $2::bigint)"
+	// The same calls naming the job's queue first (1.4, whose jq_fail also
+	// keeps a stack trace in the error history entry): on Citus each is one statement on the queue's shard;
+	// a call by id alone looks the queue up on every shard first.
+	sqlCompleteManyQ = "SELECT id FROM jobqueue.jq_complete_many($1::text, $2::bigint[], $3::bigint[], " +
+		"$4::text[]::jsonb[]) AS id"
+	sqlFailStackQ = "SELECT jobqueue.jq_fail($1::text, $2::bigint, $3::bigint, $4, $5, " +
+		"retryable => $6::boolean, retry_in => $7::interval, stack => $8::text)::text"
+	sqlHeartbeatQ = "SELECT pg_catalog.date_part('epoch', h - pg_catalog.now()) " +
+		"FROM jobqueue.jq_heartbeat($1::text, $2::bigint, $3::bigint) AS h"
+	sqlReleaseQ = "SELECT jobqueue.jq_release($1::text, $2::bigint, $3::bigint)"
 )
 
 // Job is a claimed job as the handler sees it.
@@ -418,7 +425,7 @@ type loop struct {
 	want     []bool    // per queue: it may have jobs to claim
 	next     int       // the queue whose turn it is
 	nextPoll time.Time
-	canStack bool // jq_fail takes a stack trace (1.4)
+	canStack bool // jq_fail takes a stack trace (1.4), and the queue-first calls exist
 	stopAt   time.Time
 	// The earliest heartbeat or lease deadline of the held jobs, or
 	// earlier (a job that left makes it early, never late): the held jobs
@@ -908,8 +915,8 @@ func (w *Worker) fail(ctx context.Context, st *loop, h *held, f failure) (*strin
 		if f.stack != "" {
 			stack = f.stack
 		}
-		err = st.conn.QueryRow(ctx, sqlFailStack, h.job.ID, h.job.Token, f.code, f.message,
-			f.retryable, retryIn, stack).Scan(&status)
+		err = st.conn.QueryRow(ctx, sqlFailStackQ, h.job.Queue, h.job.ID, h.job.Token, f.code,
+			f.message, f.retryable, retryIn, stack).Scan(&status)
 	} else {
 		err = st.conn.QueryRow(ctx, sqlFail, h.job.ID, h.job.Token, f.code, f.message,
 			f.retryable, retryIn).Scan(&status)
@@ -965,10 +972,24 @@ func refusedData(err error, values []*string) bool {
 }
 
 // completeMany completes with jq_complete_many, which returns the ids
-// completed: the others were refused (fenced).
+// completed: the others were refused (fenced).  With the queue-first call,
+// one call per queue.
 func (w *Worker) completeMany(ctx context.Context, st *loop, rs []result) error {
+	if st.canStack {
+		for i := 1; i < len(rs); i++ {
+			if rs[i].h.job.Queue != rs[0].h.job.Queue {
+				return w.completeManyByQueue(ctx, st, rs)
+			}
+		}
+	}
 	ids, tokens, values := completionArgs(rs)
-	rows, err := st.conn.Query(ctx, sqlCompleteMany, ids, tokens, values)
+	var rows pgx.Rows
+	var err error
+	if st.canStack {
+		rows, err = st.conn.Query(ctx, sqlCompleteManyQ, rs[0].h.job.Queue, ids, tokens, values)
+	} else {
+		rows, err = st.conn.Query(ctx, sqlCompleteMany, ids, tokens, values)
+	}
 	if err != nil {
 		return err
 	}
@@ -995,6 +1016,25 @@ func (w *Worker) completeMany(ctx context.Context, st *loop, rs []result) error 
 		} else {
 			w.count(func(s *Stats) { s.Fenced++ })
 			w.log.Printf("job %d: completion refused (lease lost)", r.h.job.ID)
+		}
+	}
+	return nil
+}
+
+// completeManyByQueue: completeMany for each queue of rs in turn.
+func (w *Worker) completeManyByQueue(ctx context.Context, st *loop, rs []result) error {
+	var order []string
+	byQueue := make(map[string][]result)
+	for _, r := range rs {
+		q := r.h.job.Queue
+		if _, ok := byQueue[q]; !ok {
+			order = append(order, q)
+		}
+		byQueue[q] = append(byQueue[q], r)
+	}
+	for _, q := range order {
+		if err := w.completeMany(ctx, st, byQueue[q]); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -1068,7 +1108,12 @@ func (w *Worker) heartbeats(st *loop, now time.Time) error {
 		}
 		ctx, cancel := dbCtx()
 		var remaining *float64
-		err := st.conn.QueryRow(ctx, sqlHeartbeat, h.job.ID, h.job.Token).Scan(&remaining)
+		var err error
+		if st.canStack {
+			err = st.conn.QueryRow(ctx, sqlHeartbeatQ, h.job.Queue, h.job.ID, h.job.Token).Scan(&remaining)
+		} else {
+			err = st.conn.QueryRow(ctx, sqlHeartbeat, h.job.ID, h.job.Token).Scan(&remaining)
+		}
 		cancel()
 		if err != nil {
 			return err
@@ -1127,7 +1172,13 @@ func (w *Worker) release(st *loop, h *held) error {
 	ctx, cancel := dbCtx()
 	defer cancel()
 	var ok bool
-	if err := st.conn.QueryRow(ctx, sqlRelease, h.job.ID, h.job.Token).Scan(&ok); err != nil {
+	var err error
+	if st.canStack {
+		err = st.conn.QueryRow(ctx, sqlReleaseQ, h.job.Queue, h.job.ID, h.job.Token).Scan(&ok)
+	} else {
+		err = st.conn.QueryRow(ctx, sqlRelease, h.job.ID, h.job.Token).Scan(&ok)
+	}
+	if err != nil {
 		return err
 	}
 	delete(st.held, h.job.ID)

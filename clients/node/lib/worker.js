@@ -28,13 +28,16 @@ const jobsJson = (call) =>
 const SQL = {
   claim: jobsJson('jobqueue.jq_claim($1, $2, $3)'),
   completeAndClaim: jobsJson('jobqueue.jq_complete_and_claim($1, $2::bigint[], $3::bigint[], $4, $5, NULL, $6::jsonb[])'),
-  completeMany: 'SELECT id FROM jobqueue.jq_complete_many($1::bigint[], $2::bigint[], $3::jsonb[]) AS id',
+  // The calls that act on a job name its queue first: on Citus each is one
+  // statement on the queue's shard (a call by id alone looks the queue up
+  // on every shard first).
+  completeMany: 'SELECT id FROM jobqueue.jq_complete_many($1::text, $2::bigint[], $3::bigint[], $4::jsonb[]) AS id',
   fail:
-    'SELECT jobqueue.jq_fail($1::bigint, $2::bigint, $3, $4, retryable => $5, retry_in => $6::interval, stack => $7)::text AS status',
+    'SELECT jobqueue.jq_fail($1::text, $2::bigint, $3::bigint, $4, $5, retryable => $6, retry_in => $7::interval, stack => $8)::text AS status',
   heartbeat:
     "SELECT pg_catalog.date_part('epoch', h - pg_catalog.now()) AS remaining " +
-    'FROM jobqueue.jq_heartbeat($1::bigint, $2::bigint) AS h',
-  release: 'SELECT jobqueue.jq_release($1::bigint, $2::bigint) AS ok',
+    'FROM jobqueue.jq_heartbeat($1::text, $2::bigint, $3::bigint) AS h',
+  release: 'SELECT jobqueue.jq_release($1::text, $2::bigint, $3::bigint) AS ok',
   // At start: the extension in this database, and each queue (a call that
   // completes and claims nothing checks the queue, the owner and the
   // worker's rights).
@@ -570,7 +573,7 @@ class Worker {
     const { job } = r.st;
     let res;
     try {
-      res = await this._conn.query(SQL.fail, [job.id, job.token, err.code, err.message, err.retryable, interval(err.retryIn), err.stack]);
+      res = await this._conn.query(SQL.fail, [job.queue, job.id, job.token, err.code, err.message, err.retryable, interval(err.retryIn), err.stack]);
     } catch (e) {
       if (errorKind(e) !== 'data' || err.refused) throw e;
       this.log.warn(`job ${job.id}: the failure was refused (${e.message}); sending it without its options`);
@@ -588,11 +591,24 @@ class Worker {
     }
   }
 
-  /** Complete with jq_complete_many, which returns the ids completed: the others were refused (fenced). */
+  /**
+   * Complete with jq_complete_many, which returns the ids completed: the
+   * others were refused (fenced).  One call per queue.
+   */
   async _completeMany(results) {
+    const queue = results[0].st.job.queue;
+    if (results.some((r) => r.st.job.queue !== queue)) {
+      const byQueue = new Map();
+      for (const r of results) {
+        if (!byQueue.has(r.st.job.queue)) byQueue.set(r.st.job.queue, []);
+        byQueue.get(r.st.job.queue).push(r);
+      }
+      for (const part of byQueue.values()) await this._completeMany(part);
+      return;
+    }
     let res;
     try {
-      res = await this._conn.query(SQL.completeMany, completionParams(results));
+      res = await this._conn.query(SQL.completeMany, [queue, ...completionParams(results)]);
     } catch (e) {
       if (errorKind(e) !== 'data') throw e;
       return this._completeOneByOne(results, e);
@@ -655,7 +671,7 @@ class Worker {
   async _heartbeats(now) {
     for (const st of [...this._held.values()]) {
       if (st.nextHb > now || st.job._aborted) continue;
-      const res = await this._conn.query(SQL.heartbeat, [st.job.id, st.job.token]);
+      const res = await this._conn.query(SQL.heartbeat, [st.job.queue, st.job.id, st.job.token]);
       const t = performance.now();
       const remaining = res.rows.length ? res.rows[0].remaining : null;
       if (remaining === null) {
@@ -682,7 +698,7 @@ class Worker {
   }
 
   async _release(st) {
-    const res = await this._conn.query(SQL.release, [st.job.id, st.job.token]);
+    const res = await this._conn.query(SQL.release, [st.job.queue, st.job.id, st.job.token]);
     this._held.delete(st.job.id);
     if (res.rows[0].ok) this.stats.released++;
     else this.stats.fenced++;

@@ -62,6 +62,20 @@ _HEARTBEAT = (
     "FROM jobqueue.jq_heartbeat(%s, %s) AS h"
 )
 _RELEASE = "SELECT jobqueue.jq_release(%s, %s)"
+# The same calls naming the job's queue first (jobqueue 1.4, which also
+# keeps stack traces): on Citus each is one statement on the queue's shard,
+# the calls by id alone look the queue up on every shard first.
+_COMPLETE_MANY_Q = ("SELECT id FROM jobqueue.jq_complete_many(%s::text, %s::bigint[], "
+                    "%s::bigint[], %s::jsonb[]) AS id")
+_FAIL_Q = ("SELECT jobqueue.jq_fail(%s::text, %s::bigint, %s::bigint, %s, %s, retryable => %s, "
+           "retry_in => %s)::text")
+_FAIL_STACK_Q = ("SELECT jobqueue.jq_fail(%s::text, %s::bigint, %s::bigint, %s, %s, "
+                 "retryable => %s, retry_in => %s, stack => %s)::text")
+_HEARTBEAT_Q = (
+    "SELECT pg_catalog.date_part('epoch', h - pg_catalog.now()) "
+    "FROM jobqueue.jq_heartbeat(%s::text, %s::bigint, %s::bigint) AS h"
+)
+_RELEASE_Q = "SELECT jobqueue.jq_release(%s::text, %s::bigint, %s::bigint)"
 
 
 _event_lock = threading.Lock()
@@ -220,7 +234,8 @@ class Worker:
         self._ready = queue_mod.SimpleQueue()   # claimed, not started
         self._held = {}               # id -> Job: claimed and not yet reported
         self._conn = None
-        self._has_stack = False       # the server's jq_fail takes the stack trace
+        self._has_stack = False       # the server's jq_fail takes the stack trace (1.4),
+                                      # and it has the queue-first calls
         # Per queue: a notification came, or its last claim was full.
         self._may_have = {q: True for q in self.queues}
         self._turn = 0                # the queue to claim from first (rotates)
@@ -605,11 +620,23 @@ class Worker:
 
     def _complete_many(self, results):
         """Complete with jq_complete_many, which returns the ids completed:
-        the others were refused (fenced)."""
+        the others were refused (fenced).  With the queue-first call, one
+        call per queue."""
+        if self._has_stack and len({job.queue for job, _ in results}) > 1:
+            by_queue = {}
+            for r in results:
+                by_queue.setdefault(r[0].queue, []).append(r)
+            for part in by_queue.values():
+                self._complete_many(part)
+            return
         ids, tokens, values = self._completion_args(results)
         try:
-            completed = {r[0] for r in self._conn.execute(
-                _COMPLETE_MANY, (ids, tokens, values)).fetchall()}
+            if self._has_stack:
+                rows = self._conn.execute(_COMPLETE_MANY_Q, (results[0][0].queue, ids, tokens,
+                                                             values))
+            else:
+                rows = self._conn.execute(_COMPLETE_MANY, (ids, tokens, values))
+            completed = {r[0] for r in rows.fetchall()}
         except psycopg.Error as e:
             if len(results) == 1 or error_kind(e, self._conn) != "data":
                 raise
@@ -672,8 +699,9 @@ class Worker:
         server refuses is sent again without it."""
         try:
             if self._has_stack:
-                return self._conn.execute(_FAIL_STACK, (job.id, job.token, code, message,
-                                                        retryable, retry_in, stack)).fetchone()[0]
+                return self._conn.execute(_FAIL_STACK_Q, (job.queue, job.id, job.token, code,
+                                                          message, retryable, retry_in,
+                                                          stack)).fetchone()[0]
             return self._conn.execute(_FAIL, (job.id, job.token, code, message, retryable,
                                               retry_in)).fetchone()[0]
         except psycopg.Error as e:
@@ -681,6 +709,10 @@ class Worker:
                 raise
             self.log.warning("job %d: the server refused its failure (%s); sending the code "
                              "alone", job.id, str(e).strip())
+            if self._has_stack:
+                return self._conn.execute(_FAIL_Q, (job.queue, job.id, job.token,
+                                                    code or "ERROR", None, retryable,
+                                                    retry_in)).fetchone()[0]
             return self._conn.execute(_FAIL, (job.id, job.token, code or "ERROR", None,
                                               retryable, retry_in)).fetchone()[0]
 
@@ -688,7 +720,10 @@ class Worker:
         for job in list(self._held.values()):
             if job._next_hb > now or job.cancel_reason is not None:
                 continue
-            row = self._conn.execute(_HEARTBEAT, (job.id, job.token)).fetchone()
+            if self._has_stack:
+                row = self._conn.execute(_HEARTBEAT_Q, (job.queue, job.id, job.token)).fetchone()
+            else:
+                row = self._conn.execute(_HEARTBEAT, (job.id, job.token)).fetchone()
             t = time.monotonic()
             if row is None or row[0] is None:
                 self.stats["lost"] += 1
@@ -713,7 +748,10 @@ class Worker:
                 job._deadline = float("inf")
 
     def _release(self, job):
-        ok = self._conn.execute(_RELEASE, (job.id, job.token)).fetchone()[0]
+        if self._has_stack:
+            ok = self._conn.execute(_RELEASE_Q, (job.queue, job.id, job.token)).fetchone()[0]
+        else:
+            ok = self._conn.execute(_RELEASE, (job.id, job.token)).fetchone()[0]
         self._held.pop(job.id, None)
         if ok:
             self.stats["released"] += 1
