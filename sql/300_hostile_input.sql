@@ -848,7 +848,8 @@ FROM (VALUES
 		(2, 'distribute_node() without Citus', $$SELECT pg_catalog.count(*) FROM jobqueue.jq_distribute_node()$$),
 		(3, 'queue_node(NULL)', $$SELECT jobqueue.jq_queue_node(NULL)$$),
 		(4, 'queue_node(1 MB name)', $$SELECT jobqueue.jq_queue_node(pg_catalog.repeat('q', 1024 * 1024))$$),
-		(5, 'queue_node(name is SQL)', $$SELECT jobqueue.jq_queue_node('x''; DROP TABLE jobqueue.jobs; --')$$))
+		(5, 'queue_node(name is SQL)', $$SELECT jobqueue.jq_queue_node('x''; DROP TABLE jobqueue.jobs; --')$$),
+		(6, 'plans_reset() twice', $$SELECT jobqueue.jq_plans_reset(), jobqueue.jq_plans_reset()$$))
 	AS v(ord, label, stmt)
 ORDER BY v.ord;
 
@@ -882,7 +883,7 @@ WHERE d.classid = 'pg_catalog.pg_proc'::regclass AND d.deptype = 'e'
 						  'jq_dependencies_settle', 'jq_cron_next', 'jq_schedule', 'jq_unschedule',
 						  'jq_run_schedules', 'jq_rate_limits',
 						  'jq_jobs', 'jq_schedules', 'jq_queue_counts', 'jq_version',
-						  'jq_distribute', 'jq_distribute_node', 'jq_queue_node')
+						  'jq_distribute', 'jq_distribute_node', 'jq_queue_node', 'jq_plans_reset')
 ORDER BY 1;
 
 -- clean up

@@ -1170,6 +1170,19 @@ REVOKE ALL ON FUNCTION jobqueue.jq_distribute_node() FROM PUBLIC;
  * The distributed mode itself is no setting: the library reads it from
  * Citus's catalog (jobs in pg_dist_partition).
  */
+/*
+ * Internal: forget this session's kept statements and distributed mode
+ * (plans.c), so that its next calls plan them for the mode the catalog
+ * says now; jq_distribute() calls it in its own session.
+ */
+CREATE FUNCTION jobqueue.jq_plans_reset()
+RETURNS void
+AS 'MODULE_PATHNAME', 'jq_plans_reset_sql'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION jobqueue.jq_plans_reset() IS
+	'internal, called by jq_distribute(): the session prepares its statements again, for the distributed mode';
+REVOKE ALL ON FUNCTION jobqueue.jq_plans_reset() FROM PUBLIC;
+
 CREATE FUNCTION jobqueue.jq_distribute()
 RETURNS SETOF text
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp
@@ -1302,6 +1315,8 @@ BEGIN
 		RETURN NEXT pg_catalog.format('%s: delegated by queue_name%s', r.fn,
 			CASE WHEN force_delegation THEN ', also in transaction blocks' ELSE '' END);
 	END LOOP;
+	-- this session's statements were planned for one server
+	PERFORM jobqueue.jq_plans_reset();
 END
 $$;
 COMMENT ON FUNCTION jobqueue.jq_distribute() IS

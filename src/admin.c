@@ -22,6 +22,7 @@
 #include "utils/timestamp.h"
 
 PG_FUNCTION_INFO_V1(jq_create_queue);
+PG_FUNCTION_INFO_V1(jq_plans_reset_sql);
 PG_FUNCTION_INFO_V1(jq_alter_queue);
 PG_FUNCTION_INFO_V1(jq_drop_queue);
 PG_FUNCTION_INFO_V1(jq_pause_queue);
@@ -557,4 +558,16 @@ jq_explain_claim(PG_FUNCTION_ARGS)
 	jq_spi_finish();
 
 	return (Datum) 0;
+}
+
+/*
+ * jq_plans_reset(): this backend prepares its kept statements again at
+ * their next use, for the distributed mode it then reads (called by
+ * jq_distribute(), whose session planned them for one server)
+ */
+Datum
+jq_plans_reset_sql(PG_FUNCTION_ARGS)
+{
+	jq_plans_reset();
+	PG_RETURN_VOID();
 }

@@ -149,6 +149,8 @@ typedef enum JqPlanId
 	JQ_PLAN_ADMIT_SET,
 	JQ_PLAN_ADMIT_FORGET,
 	JQ_PLAN_DEBOUNCE_PENDING,
+	JQ_PLAN_LOCAL_QUEUES,
+	JQ_PLAN_REAP_QUEUE,
 	JQ_NUM_PLANS
 } JqPlanId;
 
@@ -158,6 +160,7 @@ extern const char *jq_plan_name(JqPlanId id);
 extern bool jq_plan_read_only(JqPlanId id);
 extern bool jq_distributed_mode(void);
 extern void jq_plans_reset(void);
+extern void jq_plans_check_mode(void);
 extern double jq_epoch_seconds(TimestampTz t);
 extern double jq_jitter(void);
 
@@ -410,6 +413,12 @@ extern ArrayType *jq_arg_depends_on(FunctionCallInfo fcinfo, int argno);
  */
 extern int64 jq_reap_batch(int max_jobs, List **woken_queues,
 						   MemoryContext result_cxt);
+/*
+ * On Citus (jq_distributed_mode()): jq_reap_batch for the queues whose
+ * shard this node holds, one statement on the shard per queue.
+ */
+extern int64 jq_reap_local_batch(int max_jobs, List **woken_queues,
+								 MemoryContext result_cxt, bool *more);
 extern int64 jq_purge_batch(const char *queue_name, Interval *older_than,
 							int max_jobs);
 

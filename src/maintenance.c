@@ -126,6 +126,58 @@ jq_reap_batch(int max_jobs, List **woken_queues, MemoryContext result_cxt)
 	return (int64) reaped;
 }
 
+int64
+jq_reap_local_batch(int max_jobs, List **woken_queues, MemoryContext result_cxt,
+					bool *more)
+{
+	Datum		values[8];
+	TimestampTz now = GetCurrentTimestamp();
+	List	   *queues = NIL;
+	ListCell   *lc;
+	int64		reaped = 0;
+
+	*more = false;
+	jq_execute(JQ_PLAN_LOCAL_QUEUES, NULL, NULL, SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+		queues = lappend(queues, jq_result_name(i, 1));
+	if (queues == NIL)
+		return 0;
+
+	values[0] = Int32GetDatum(max_jobs);
+	values[1] = TimestampTzGetDatum(now);
+	values[2] = Int32GetDatum(jq_error_history);
+	values[3] = jq_reap_skipped_array();
+	values[5] = Float8GetDatum(jq_epoch_seconds(now));
+	values[6] = Int64GetDatum((int64) (jq_jitter() * (double) PG_INT64_MAX));
+	values[7] = jq_attempt_entry(now, CStringGetTextDatum(JQ_LEASE_EXPIRED_CODE),
+								 CStringGetTextDatum("lease expired"), false, true,
+								 (Datum) 0, true, (Datum) 0, true);
+	foreach(lc, queues)
+	{
+		const char *queue_name = (const char *) lfirst(lc);
+		ErrorData  *edata;
+		int64		n;
+
+		values[4] = CStringGetTextDatum(queue_name);
+		if (!jq_execute_subxact(JQ_PLAN_REAP_QUEUE, values, NULL,
+								SPI_OK_UPDATE_RETURNING, &edata))
+		{
+			ereport(WARNING,
+					(errcode(edata->sqlerrcode),
+					 errmsg("could not reap the expired leases of queue \"%s\": %s",
+							queue_name, edata->message),
+					 errdetail("The worker tries again at its next pass.")));
+			FreeErrorData(edata);
+			continue;
+		}
+		n = (int64) jq_note_outcome(JQ_TR_REAP, 0, woken_queues, result_cxt, NULL);
+		if (n >= max_jobs)
+			*more = true;
+		reaped += n;
+	}
+	return reaped;
+}
+
 /*
  * Delete up to max_jobs succeeded or cancelled jobs of queue_name that
  * finished longer ago than older_than (NULL: the queue's retention).

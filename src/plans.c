@@ -98,6 +98,15 @@
 	"2.0::float8 ^ LEAST(GREATEST(" ATTEMPT " - 1, 0), 62)) " \
 	"* (0.5 + 0.5 * " JITTER "))"
 
+/*
+ * A jitter in [0, 1) for each job j of a statement, from the random seed
+ * SEED (an int8 parameter): the hash of the job's id, IMMUTABLE, so that
+ * Citus runs an UPDATE that applies it on the shard
+ */
+#define JQ_ROW_JITTER_SQL(SEED) \
+	"(0.5::float8 + pg_catalog.hashint8extended(j.id, " SEED ")::float8 " \
+	"/ 18446744073709551616.0::float8)"
+
 /* The retry delay as an interval (for the statements that run on one node) */
 #define JQ_BACKOFF_SQL(BASE, MAX, ATTEMPT, JITTER) \
 	"pg_catalog.make_interval(secs => " \
@@ -237,7 +246,10 @@
 /*
  * A job that succeeds is kept (UPDATE to succeeded, with its result), or
  * deleted when its queue keeps no history (retention zero: the queue's name
- * is in DELETING, a text[] parameter from queuecache.c, usually empty).
+ * is in DELETING, a text[] parameter from queuecache.c, usually empty;
+ * QUEUE is the statement's queue, tested instead of j.queue_name: Citus's
+ * fast-path router plans a generic plan only where the distribution column
+ * appears once).
  * Two statements with the same selection of jobs (USING or FROM a list
  * joined to job j, and the fencing condition WHERE), each taking only the
  * jobs of its kind of queue; lifecycle.c runs the second only when the
@@ -246,9 +258,9 @@
  *
  * JQ_SUCCEED_KEEP_SQL: running -> succeeded by an UPDATE, with the outcome.
  */
-#define JQ_SUCCEED_KEEP_SQL(NOW, RESULT, FROM, WHERE, DELETING, FINISHED) \
+#define JQ_SUCCEED_KEEP_SQL(NOW, RESULT, FROM, WHERE, QUEUE, DELETING, FINISHED) \
 	"UPDATE jobqueue.jobs j SET " JQ_SUCCEED_SQL(NOW, RESULT) \
-	FROM " WHERE " WHERE " AND j.queue_name <> ALL (" DELETING ") " \
+	FROM " WHERE " WHERE " AND " QUEUE " <> ALL (" DELETING ") " \
 	"RETURNING " JQ_OUTCOME_SQL(NOW, "false", JQ_NOTIFY_FINISHED_SQL(FINISHED))
 
 /*
@@ -266,11 +278,12 @@
  * which only a DELETE waits for, and a completion must never wait for a
  * producer.  The job is then kept as succeeded and purged later.
  */
-#define JQ_SUCCEED_DELETE_SQL(NOW, FROM, WHERE, DELETING, FINISHED) \
+#define JQ_SUCCEED_DELETE_SQL(NOW, FROM, WHERE, QUEUE, DELETING, FINISHED) \
 	"WITH c AS (SELECT j.id FROM jobqueue.jobs j " FROM " " \
-	"           WHERE " WHERE " AND j.queue_name = ANY (" DELETING ") " \
+	"           WHERE " WHERE " AND " QUEUE " = ANY (" DELETING ") " \
 	"           FOR UPDATE OF j SKIP LOCKED) " \
-	"DELETE FROM jobqueue.jobs j WHERE j.id = ANY (ARRAY(SELECT c.id FROM c)) " \
+	"DELETE FROM jobqueue.jobs j " \
+	"WHERE j.queue_name = " QUEUE " AND j.id = ANY (ARRAY(SELECT c.id FROM c)) " \
 	"RETURNING " JQ_OUTCOME_DELETED_SQL(NOW, JQ_NOTIFY_FINISHED_SQL(FINISHED))
 
 /*
@@ -414,6 +427,46 @@
 	"WHERE j.id = ANY (ARRAY(SELECT c.id FROM c)) " \
 	"RETURNING " JQ_OUTCOME_SQL("$2", JQ_QUEUE_NOTIFY_SQL, JQ_QUEUE_NOTIFY_FINISHED_SQL) ", " \
 	JQ_FAILED_OUTCOME_SQL
+
+/*
+ * The INSERT ... SELECT of an enqueue, with CTEs CTES (a WITH list, may
+ * reference parameters), returning RETURNING (columns of j).  On plain
+ * PostgreSQL a plain INSERT ... RETURNING; on Citus (JQ_DIST_INSERT_SQL)
+ * the INSERT is a data-modifying CTE whose rows an outer SELECT turns into
+ * the outcome: Citus runs an INSERT ... SELECT of rows that no shard holds
+ * by reading them on the node and copying them to the shard, and then
+ * runs RETURNING on the shard without the statement's parameters and CTEs
+ * ("there is no parameter", "relation "q" does not exist").  The outer
+ * SELECT runs on the node, with both.  The ids are drawn in payload order,
+ * and the rows come back in it.
+ */
+#define JQ_INSERT_SQL(CTES, INSERT, RETURNING) \
+	CTES " " INSERT " RETURNING " RETURNING
+#define JQ_DIST_INSERT_SQL(CTES, INSERT, RETURNING) \
+	CTES JQ_DIST_INSERT_I_SQL(", i", INSERT, RETURNING)
+#define JQ_DIST_INSERT_I_SQL(I, INSERT, RETURNING) \
+	I " AS (" INSERT " RETURNING j.*) SELECT " RETURNING " FROM i AS j ORDER BY j.id"
+/* JQ_DIST_INSERT_SQL for a statement without CTEs of its own (CTES "") */
+#define JQ_DIST_INSERT_FIRST_SQL(CTES, INSERT, RETURNING) \
+	CTES JQ_DIST_INSERT_I_SQL("WITH i", INSERT, RETURNING)
+
+/* The INSERT of the due slots of schedules (JQ_PLAN_SCHEDULE_ENQUEUE), in FORM */
+#define JQ_SCHEDULE_ENQUEUE_SQL(FORM) \
+	FORM("", \
+		 "INSERT INTO jobqueue.jobs AS j " \
+		 "  (queue_name, payload, priority, available_at, max_attempts, idempotency_key, " \
+		 "   group_key, traceparent, tracestate) " \
+		 "SELECT a.queue_name, a.payload, a.priority, $5, q.max_attempts, a.key, " \
+		 "       " JQ_NO_GROUP_SQL ", s.traceparent, s.tracestate " \
+		 "FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), " \
+		 "                pg_catalog.unnest($3), pg_catalog.unnest($4)) WITH ORDINALITY " \
+		 "       AS a(queue_name, payload, priority, key, ord) " \
+		 "  JOIN jobqueue.queues q ON q.queue_name = a.queue_name " \
+		 "  LEFT JOIN jobqueue.schedules s ON s.schedule_name = a.payload->>'jq_schedule' " \
+		 "ORDER BY a.ord " \
+		 "ON CONFLICT (queue_name, idempotency_key) WHERE idempotency_key IS NOT NULL " \
+		 "DO NOTHING", \
+		 JQ_OUTCOME_SQL("$5", JQ_QUEUE_NOTIFY_SQL, "false") ", j.id, j.idempotency_key")
 
 /* Ordering and fairness (ordering.c): JQ_GROUP_POLICY_SQL in jobqueue.h */
 
@@ -659,25 +712,49 @@
 	CONFLICT \
 	"RETURNING " JQ_OUTCOME_SQL("$7", "$9", "false") ", j.id"
 
+/* The ON CONFLICT clause of an enqueue with an idempotency key */
+#define JQ_ENQUEUE_KEY_CONFLICT_SQL \
+	"ON CONFLICT (queue_name, idempotency_key) WHERE idempotency_key IS NOT NULL " \
+	"DO NOTHING "
+
 /* pending -> cancelled, past its deadline (controls.c), at NOW */
 #define JQ_EXPIRED_SET_SQL(NOW) \
 	"status = 'cancelled', finished_at = " NOW ", lease_expires_at = NULL, " \
 	"last_error_code = '" JQ_EXPIRED_CODE "'"
 
 /*
+ * The INSERT of jq_enqueue_many on a schema with groups: $1 queue, $2
+ * payloads, $3 priority, $4 run_at, $5 now, $6 group keys (NULL, or one
+ * per payload), then the values VALS of more columns COLS.  FORM:
+ * JQ_INSERT_SQL or JQ_DIST_INSERT_SQL.
+ */
+#define JQ_ENQUEUE_MANY_GROUPED_COLS_SQL(FORM, COLS, VALS) \
+	FORM("WITH q AS (SELECT q.max_attempts, q.notify, " JQ_NO_GROUP_SQL " AS no_group " \
+		 "           FROM jobqueue.queues q WHERE q.queue_name = $1)", \
+		 "INSERT INTO jobqueue.jobs AS j " \
+		 "  (queue_name, payload, priority, available_at, max_attempts, group_key" COLS ") " \
+		 "SELECT $1, p.payload, $3, COALESCE($4, $5), q.max_attempts, " \
+		 "       COALESCE(p.group_key, q.no_group)" VALS " " \
+		 "FROM q, ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($6)) " \
+		 "       WITH ORDINALITY AS p(payload, group_key, ord) " \
+		 "ORDER BY p.ord", \
+		 JQ_OUTCOME_SQL("$5", "(SELECT q.notify FROM q)", "false") ", j.id")
+#define JQ_ENQUEUE_MANY_GROUPED_SQL(FORM) JQ_ENQUEUE_MANY_GROUPED_COLS_SQL(FORM, "", "")
+
+/*
  * The INSERT of a job with controls (controls.c): JQ_ENQUEUE_GROUPED_SQL
  * with the job's deadline $9 and declared cost $10.
  */
-#define JQ_ENQUEUE_CONTROLLED_SQL(CONFLICT) \
-	"WITH q AS (SELECT q.max_attempts, q.notify, " JQ_NO_GROUP_SQL " AS no_group " \
-	"           FROM jobqueue.queues q WHERE q.queue_name = $1) " \
-	"INSERT INTO jobqueue.jobs AS j " \
-	"  (queue_name, payload, priority, available_at, max_attempts, idempotency_key, " \
-	"   group_key, start_by, cost) " \
-	"SELECT $1, $2, $3, COALESCE($4, $7), " \
-	"       COALESCE($5, q.max_attempts), $6, COALESCE($8, q.no_group), $9, $10 FROM q " \
-	CONFLICT \
-	"RETURNING " JQ_OUTCOME_SQL("$7", "(SELECT q.notify FROM q)", "false") ", j.id"
+#define JQ_ENQUEUE_CONTROLLED_SQL(FORM, CONFLICT) \
+	FORM("WITH q AS (SELECT q.max_attempts, q.notify, " JQ_NO_GROUP_SQL " AS no_group " \
+		 "           FROM jobqueue.queues q WHERE q.queue_name = $1)", \
+		 "INSERT INTO jobqueue.jobs AS j " \
+		 "  (queue_name, payload, priority, available_at, max_attempts, idempotency_key, " \
+		 "   group_key, start_by, cost) " \
+		 "SELECT $1, $2, $3, COALESCE($4, $7), " \
+		 "       COALESCE($5, q.max_attempts), $6, COALESCE($8, q.no_group), $9, $10 FROM q " \
+		 CONFLICT, \
+		 JQ_OUTCOME_SQL("$7", "(SELECT q.notify FROM q)", "false") ", j.id")
 
 /*
  * One branch of the rotation of the strictly ordered claim over the groups
@@ -804,8 +881,11 @@
  * router plans it once and prunes to the shard at each execution.
  *
  * JQ_DIST_NODE: not a single-shard statement (a reap, purge or announce of
- * the worker, which on Citus runs on each node against the shards it
- * holds; a read across queues).  A custom plan, as for JQ_DIST_CUSTOM.
+ * the worker, which on Citus does not run them yet, worker_tasks.c; a read
+ * across queues).  A custom plan, as for JQ_DIST_CUSTOM.
+ *
+ * dist_sql, when set, is the statement's text in distributed mode (same
+ * parameters, same columns): JQ_DIST_INSERT_SQL.
  */
 typedef enum JqDistPlan
 {
@@ -822,6 +902,7 @@ typedef struct JqPlanSpec
 	const char *name;			/* for error messages */
 	bool		read_only;		/* a SELECT: runs in the caller's snapshot */
 	JqDistPlan	dist;			/* its plan in distributed mode */
+	const char *dist_sql;		/* its text there, when not sql */
 } JqPlanSpec;
 
 static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
@@ -908,14 +989,16 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * history (then JQ_PLAN_COMPLETE_DELETE, with the same parameters).
 	 */
 	[JQ_PLAN_COMPLETE_KEEP] = {
-		JQ_SUCCEED_KEEP_SQL("$3", "$4", "", JQ_LEASE_HELD_SQL("$7", "$1", "$2", "$3"), "$6", "$5"),
+		JQ_SUCCEED_KEEP_SQL("$3", "$4", "", JQ_LEASE_HELD_SQL("$7", "$1", "$2", "$3"), "$7", "$6",
+							"$5"),
 		7, {INT8OID, INT8OID, TIMESTAMPTZOID, JSONBOID, TEXTARRAYOID, TEXTARRAYOID, TEXTOID},
 		.name = "complete keep", .dist = JQ_DIST_GENERIC
 	},
 	[JQ_PLAN_COMPLETE_DELETE] = {
-		JQ_SUCCEED_DELETE_SQL("$3", "", JQ_LEASE_HELD_SQL("$7", "$1", "$2", "$3"), "$6", "$5"),
+		JQ_SUCCEED_DELETE_SQL("$3", "", JQ_LEASE_HELD_SQL("$7", "$1", "$2", "$3"), "$7", "$6",
+							  "$5"),
 		7, {INT8OID, INT8OID, TIMESTAMPTZOID, JSONBOID, TEXTARRAYOID, TEXTARRAYOID, TEXTOID},
-		.name = "complete delete", .dist = JQ_DIST_GENERIC
+		.name = "complete delete"
 	},
 	/*
 	 * JQ_PLAN_COMPLETE_MANY_KEEP: $1 ids, $2 tokens, $3 now, $4 results
@@ -929,14 +1012,14 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 */
 	[JQ_PLAN_COMPLETE_MANY_KEEP] = {
 		JQ_SUCCEED_KEEP_SQL("$3", "t.result", "FROM " JQ_COMPLETE_LIST_SQL,
-							JQ_COMPLETE_MANY_SQL, "$6", "$5"),
+							JQ_COMPLETE_MANY_SQL, "$7", "$6", "$5"),
 		7, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, JSONBARRAYOID, TEXTARRAYOID,
 		TEXTARRAYOID, TEXTOID},
 		.name = "complete many keep"
 	},
 	[JQ_PLAN_COMPLETE_MANY_DELETE] = {
 		JQ_SUCCEED_DELETE_SQL("$3", ", " JQ_COMPLETE_LIST_SQL, JQ_COMPLETE_MANY_SQL,
-							  "$6", "$5"),
+							  "$7", "$6", "$5"),
 		7, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, JSONBARRAYOID, TEXTARRAYOID,
 		TEXTARRAYOID, TEXTOID},
 		.name = "complete many delete"
@@ -1495,18 +1578,10 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * drawn in payload order.  Outcome, then the id.
 	 */
 	[JQ_PLAN_ENQUEUE_MANY_GROUPED] = {
-		"WITH q AS (SELECT q.max_attempts, q.notify, " JQ_NO_GROUP_SQL " AS no_group "
-		"           FROM jobqueue.queues q WHERE q.queue_name = $1) "
-		"INSERT INTO jobqueue.jobs AS j "
-		"  (queue_name, payload, priority, available_at, max_attempts, group_key) "
-		"SELECT $1, p.payload, $3, COALESCE($4, $5), q.max_attempts, "
-		"       COALESCE(p.group_key, q.no_group) "
-		"FROM q, ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($6)) "
-		"       WITH ORDINALITY AS p(payload, group_key, ord) "
-		"ORDER BY p.ord "
-		"RETURNING " JQ_OUTCOME_SQL("$5", "(SELECT q.notify FROM q)", "false") ", j.id",
+		JQ_ENQUEUE_MANY_GROUPED_SQL(JQ_INSERT_SQL),
 		6, {TEXTOID, JSONBARRAYOID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTARRAYOID},
-		.name = "enqueue many grouped"
+		.name = "enqueue many grouped",
+		.dist_sql = JQ_ENQUEUE_MANY_GROUPED_SQL(JQ_DIST_INSERT_SQL)
 	},	/*
 	 * JQ_PLAN_CLAIM_PLAIN: $1 queue, $2 n, $3 owner, $4 lease expiry, $5 now.
 	 *
@@ -2146,22 +2221,10 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * and the key.
 	 */
 	[JQ_PLAN_SCHEDULE_ENQUEUE] = {
-		"INSERT INTO jobqueue.jobs AS j "
-		"  (queue_name, payload, priority, available_at, max_attempts, idempotency_key, "
-		"   group_key, traceparent, tracestate) "
-		"SELECT a.queue_name, a.payload, a.priority, $5, q.max_attempts, a.key, "
-		"       " JQ_NO_GROUP_SQL ", s.traceparent, s.tracestate "
-		"FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), "
-		"                pg_catalog.unnest($3), pg_catalog.unnest($4)) WITH ORDINALITY "
-		"       AS a(queue_name, payload, priority, key, ord) "
-		"  JOIN jobqueue.queues q ON q.queue_name = a.queue_name "
-		"  LEFT JOIN jobqueue.schedules s ON s.schedule_name = a.payload->>'jq_schedule' "
-		"ORDER BY a.ord "
-		"ON CONFLICT (queue_name, idempotency_key) WHERE idempotency_key IS NOT NULL "
-		"DO NOTHING "
-		"RETURNING " JQ_OUTCOME_SQL("$5", JQ_QUEUE_NOTIFY_SQL, "false") ", j.id, j.idempotency_key",
+		JQ_SCHEDULE_ENQUEUE_SQL(JQ_INSERT_SQL),
 		5, {TEXTARRAYOID, JSONBARRAYOID, INT4ARRAYOID, TEXTARRAYOID, TIMESTAMPTZOID},
-		.name = "schedule enqueue"
+		.name = "schedule enqueue",
+		.dist_sql = JQ_SCHEDULE_ENQUEUE_SQL(JQ_DIST_INSERT_FIRST_SQL)
 	},
 	/*
 	 * JQ_PLAN_SCHEDULE_ADVANCE: $1 schedule names, $2 next run times (NULL:
@@ -2245,10 +2308,11 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * means no such queue.  Outcome, then the id.
 	 */
 	[JQ_PLAN_ENQUEUE_CONTROLLED] = {
-		JQ_ENQUEUE_CONTROLLED_SQL(""),
+		JQ_ENQUEUE_CONTROLLED_SQL(JQ_INSERT_SQL, ""),
 		11, {TEXTOID, JSONBOID, INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TEXTOID,
 		TIMESTAMPTZOID, FLOAT8OID, TIMESTAMPTZOID},
-		.name = "enqueue controlled"
+		.name = "enqueue controlled",
+		.dist_sql = JQ_ENQUEUE_CONTROLLED_SQL(JQ_DIST_INSERT_SQL, "")
 	},
 	/*
 	 * JQ_PLAN_ENQUEUE_CONTROLLED_KEYED: JQ_PLAN_ENQUEUE_CONTROLLED with an
@@ -2256,12 +2320,11 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * existing key.
 	 */
 	[JQ_PLAN_ENQUEUE_CONTROLLED_KEYED] = {
-		JQ_ENQUEUE_CONTROLLED_SQL(
-			"ON CONFLICT (queue_name, idempotency_key) WHERE idempotency_key IS NOT NULL "
-			"DO NOTHING "),
+		JQ_ENQUEUE_CONTROLLED_SQL(JQ_INSERT_SQL, JQ_ENQUEUE_KEY_CONFLICT_SQL),
 		11, {TEXTOID, JSONBOID, INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TEXTOID,
 		TIMESTAMPTZOID, FLOAT8OID, TIMESTAMPTZOID},
-		.name = "enqueue controlled keyed"
+		.name = "enqueue controlled keyed",
+		.dist_sql = JQ_ENQUEUE_CONTROLLED_SQL(JQ_DIST_INSERT_SQL, JQ_ENQUEUE_KEY_CONFLICT_SQL)
 	},
 	/*
 	 * JQ_PLAN_ENQUEUE_DEBOUNCED: $1 queue, $2 payload, $3 priority, $4
@@ -2304,20 +2367,11 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * $6) with $7 start_by and $8 cost for every job.
 	 */
 	[JQ_PLAN_ENQUEUE_MANY_CONTROLLED] = {
-		"WITH q AS (SELECT q.max_attempts, q.notify, " JQ_NO_GROUP_SQL " AS no_group "
-		"           FROM jobqueue.queues q WHERE q.queue_name = $1) "
-		"INSERT INTO jobqueue.jobs AS j "
-		"  (queue_name, payload, priority, available_at, max_attempts, group_key, "
-		"   start_by, cost) "
-		"SELECT $1, p.payload, $3, COALESCE($4, $5), q.max_attempts, "
-		"       COALESCE(p.group_key, q.no_group), $7, $8 "
-		"FROM q, ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($6)) "
-		"       WITH ORDINALITY AS p(payload, group_key, ord) "
-		"ORDER BY p.ord "
-		"RETURNING " JQ_OUTCOME_SQL("$5", "(SELECT q.notify FROM q)", "false") ", j.id",
+		JQ_ENQUEUE_MANY_GROUPED_COLS_SQL(JQ_INSERT_SQL, ", start_by, cost", ", $7, $8"),
 		8, {TEXTOID, JSONBARRAYOID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTARRAYOID,
 		TIMESTAMPTZOID, FLOAT8OID},
-		.name = "enqueue many controlled"
+		.name = "enqueue many controlled",
+		.dist_sql = JQ_ENQUEUE_MANY_GROUPED_COLS_SQL(JQ_DIST_INSERT_SQL, ", start_by, cost", ", $7, $8")
 	},
 	/*
 	 * JQ_PLAN_EXPIRE_QUEUE: $1 queue, $2 now, $3 max jobs.  The pending jobs
@@ -2476,7 +2530,50 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"  AND j.status = 'pending' AND j.lease_token = 0",
 		2, {TEXTOID, TEXTOID},
 		.name = "debounce pending"
+	},	/*
+	 * JQ_PLAN_LOCAL_QUEUES (Citus only): the queues whose shard of jobs has
+	 * its placement on this node, for the worker (jq_reap_local_batch)
+	 */
+	[JQ_PLAN_LOCAL_QUEUES] = {
+		"SELECT q.queue_name FROM jobqueue.queues q "
+		"WHERE EXISTS (SELECT FROM pg_catalog.pg_dist_placement p "
+		"  WHERE p.shardid OPERATOR(pg_catalog.=) "
+		"    pg_catalog.get_shard_id_for_distribution_column('jobqueue.jobs', q.queue_name) "
+		"    AND p.groupid OPERATOR(pg_catalog.=) "
+		"      (SELECT l.groupid FROM pg_catalog.pg_dist_local_group l)) "
+		"ORDER BY q.queue_name",
+		0, {InvalidOid},
+		.name = "local queues", .read_only = true, .dist = JQ_DIST_NODE
 	},
+	/*
+	 * JQ_PLAN_REAP_QUEUE (Citus only): JQ_PLAN_REAP ($1 to $4) for queue
+	 * $5, one statement on its shard: $6 now's epoch, $7 a random seed of
+	 * the jitter (JQ_ROW_JITTER_SQL), $8 the history entry (jq_attempt_entry:
+	 * at, code, message, retryable; the message does not name the lease's
+	 * end, whose text form is STABLE).
+	 */
+	[JQ_PLAN_REAP_QUEUE] = {
+		"WITH c AS (SELECT j.id FROM jobqueue.jobs j "
+		"           WHERE j.queue_name = $5 AND j.status = 'running' "
+		"             AND j.lease_expires_at <= $2 AND j.id <> ALL ($4) "
+		"           ORDER BY j.lease_expires_at LIMIT $1 "
+		"           FOR NO KEY UPDATE OF j SKIP LOCKED) "
+		"UPDATE jobqueue.jobs j SET "
+		JQ_FAILED_ATTEMPT_SQL("true", "$2",
+			JQ_EPOCH_PLUS_SQL("$6",
+				JQ_BACKOFF_SECS_SQL("q.backoff_base", "q.backoff_max",
+									"j.attempt_count", JQ_ROW_JITTER_SQL("$7"))),
+			"'" JQ_LEASE_EXPIRED_CODE "'", JQ_ATTEMPT_ENTRY_OF_SQL("$8"), "$3")
+		"FROM jobqueue.queues q "
+		"WHERE q.queue_name = $5 AND j.queue_name = $5 "
+		"  AND j.id = ANY (ARRAY(SELECT c.id FROM c)) "
+		"RETURNING " JQ_OUTCOME_SQL("$2", "q.notify", "q.notify_finished") ", "
+		JQ_FAILED_OUTCOME_SQL,
+		8, {INT4OID, TIMESTAMPTZOID, INT4OID, INT8ARRAYOID, TEXTOID, FLOAT8OID, INT8OID,
+		JSONBOID},
+		.name = "reap queue"
+	},
+
 };
 
 static SPIPlanPtr plans[JQ_NUM_PLANS];
@@ -2628,6 +2725,27 @@ jq_distributed_mode(void)
 }
 
 /*
+ * Read the distributed mode again, and forget the kept plans when it
+ * changed: for the background worker, whose backend lives across a
+ * jq_distribute().  A read of Citus's catalog where Citus is installed,
+ * nothing otherwise.  Only between statements, connected to SPI.
+ */
+void
+jq_plans_check_mode(void)
+{
+	int			before = distributed_mode;
+
+	if (before < 0)
+		return;					/* read at the next use */
+	if (before == 0 &&
+		!OidIsValid(get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE)))
+		return;
+	distributed_mode = -1;
+	if (jq_distributed_mode() != (before == 1))
+		jq_plans_reset();
+}
+
+/*
  * Forget the kept plans and the distributed mode of this backend: the next
  * use of each statement prepares it again, for the mode then read.
  */
@@ -2683,7 +2801,7 @@ jq_plan(JqPlanId id)
 	if (plans[id] != NULL)
 		return plans[id];
 
-	plan = SPI_prepare_cursor(plan_specs[id].sql, plan_specs[id].nargs,
+	plan = SPI_prepare_cursor(jq_plan_sql(id), plan_specs[id].nargs,
 							  (Oid *) plan_specs[id].argtypes,
 							  jq_distributed_mode() &&
 							  plan_specs[id].dist != JQ_DIST_GENERIC ?
@@ -2698,11 +2816,13 @@ jq_plan(JqPlanId id)
 	return plan;
 }
 
-/* The text of statement id, for EXPLAIN. */
+/* The text of statement id in this mode, also for EXPLAIN.  Connected to SPI. */
 const char *
 jq_plan_sql(JqPlanId id)
 {
 	Assert(id >= 0 && id < JQ_NUM_PLANS);
+	if (plan_specs[id].dist_sql != NULL && jq_distributed_mode())
+		return plan_specs[id].dist_sql;
 	return plan_specs[id].sql;
 }
 

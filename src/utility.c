@@ -32,12 +32,14 @@
 #include "catalog/pg_database.h"
 #include "commands/dbcommands.h"
 #include "commands/defrem.h"
+#include "commands/extension.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
 #include "pgstat.h"
 #include "storage/latch.h"
 #include "tcop/utility.h"
 #include "utils/acl.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 /* How long a worker is held off a database if the hold is never released */
@@ -272,6 +274,42 @@ jq_alterdb_moves(AlterDatabaseStmt *stmt)
 	return false;
 }
 
+/*
+ * A prepared transaction may have created the extension in this database:
+ * Citus creates it on the worker nodes so, committing with two-phase commit
+ * (COMMIT PREPARED, in a session of its own), and the commit callback of
+ * the CREATE EXTENSION saw only its PREPARE.  When the registry does not
+ * list the extension here yet and it exists now, serve the database at
+ * once, as that callback does.
+ */
+static void
+jq_utility_after_commit_prepared(void)
+{
+	JqDatabaseEntry *entry;
+	bool		listed;
+
+	if (!jq_worker_enabled)
+		return;
+	LWLockAcquire(jq_shared->lock, LW_SHARED);
+	entry = jq_entry_find(MyDatabaseId);
+	listed = entry != NULL && entry->extension == JQ_EXT_PRESENT;
+	LWLockRelease(jq_shared->lock);
+	if (listed)
+		return;
+	InvalidateCatalogSnapshot();
+	if (!OidIsValid(get_extension_oid("jobqueue", true)))
+		return;
+	LWLockAcquire(jq_shared->lock, LW_EXCLUSIVE);
+	entry = jq_entry_get(MyDatabaseId);
+	if (entry != NULL)
+	{
+		entry->extension = JQ_EXT_PRESENT;
+		entry->next_visit = 0;
+	}
+	LWLockRelease(jq_shared->lock);
+	jq_launcher_wake(false);
+}
+
 static void
 jq_process_utility(PlannedStmt *pstmt, const char *queryString,
 #if PG_VERSION_NUM >= 140000
@@ -354,7 +392,10 @@ jq_process_utility(PlannedStmt *pstmt, const char *queryString,
 
 	/* its changes of jobqueue.queues, if any, are visible now */
 	if (commit_prepared)
+	{
 		jq_queues_changed_elsewhere();
+		jq_utility_after_commit_prepared();
+	}
 }
 
 void

@@ -496,6 +496,8 @@ jq_work_begin(const char *activity)
 
 	jq_spi_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
+	/* a jq_distribute() since the last unit: the statements of that mode */
+	jq_plans_check_mode();
 	return true;
 
 busy:

@@ -108,6 +108,22 @@ jq_add_name(List *list, const char *name, MemoryContext cxt)
 }
 
 /*
+ * On Citus (jq_distributed_mode()) the announce and purge statements, and
+ * the expiry of deadlines and the repair of group counters in the reap
+ * task, would run on every shard, FOR UPDATE across shards, which Citus
+ * refuses; their per-node form, on the shards the node holds, is not
+ * written yet (docs/scale-out.md).  They do nothing there: no error every
+ * pass.  The reap itself visits the node's queues (jq_reap_local_batch).
+ */
+static int64
+jq_task_skip_distributed(bool *more)
+{
+	*more = false;
+	next_lease_expiry = 0;
+	return 0;
+}
+
+/*
  * Reap: one batch of expired leases, and one of jobs past their start_by
  * (cancelled as EXPIRED, their dependents with them).  Queues in which jobs became ready at
  * once are added to *ready for the announce task.  The last unit also
@@ -125,9 +141,19 @@ jq_add_name(List *list, const char *name, MemoryContext cxt)
 static int64
 jq_task_reap(TimestampTz now, List **ready, MemoryContext cxt, bool *more)
 {
-	int64		n = jq_reap_batch(jq_reap_batch_size, ready, cxt);
+	int64		n;
+	int64		expired;
+
+	if (jq_distributed_mode())
+	{
+		/* the node's own queues; back at the next interval to look again */
+		n = jq_reap_local_batch(jq_reap_batch_size, ready, cxt, more);
+		next_lease_expiry = now;
+		return n;
+	}
+	n = jq_reap_batch(jq_reap_batch_size, ready, cxt);
 	/* jobs past their deadline (controls.c), in the same short unit */
-	int64		expired = jq_expire_batch(NULL, jq_reap_batch_size, now);
+	expired = jq_expire_batch(NULL, jq_reap_batch_size, now);
 
 	*more = n >= jq_reap_batch_size || expired >= jq_reap_batch_size;
 	n += expired;
@@ -164,6 +190,11 @@ jq_task_announce(TimestampTz now, List **ready, MemoryContext cxt, bool *more)
 	uint64		i;
 	int64		n = 0;
 
+	if (jq_distributed_mode())
+	{
+		*ready = NIL;
+		return jq_task_skip_distributed(more);
+	}
 	values[0] = TimestampTzGetDatum(jq_ready_checked_until);
 	values[1] = TimestampTzGetDatum(now);
 	jq_execute(JQ_PLAN_READY_QUEUES, values, NULL, SPI_OK_SELECT);
@@ -201,6 +232,8 @@ jq_task_purge(TimestampTz now, List **ready, MemoryContext cxt, bool *more)
 	int64		n = 0;
 	uint64		i;
 
+	if (jq_distributed_mode())
+		return jq_task_skip_distributed(more);
 	values[0] = Int32GetDatum(jq_purge_batch_size);
 	values[1] = TimestampTzGetDatum(now);
 	jq_execute(JQ_PLAN_PURGE_DUE, values, NULL, SPI_OK_SELECT);

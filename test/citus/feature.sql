@@ -103,7 +103,7 @@ SELECT (SELECT status FROM jobqueue.jq_job(:d1)) AS same_queue, (SELECT status F
 SELECT jobqueue.jq_schedule('f_every_minute', 'f_other', '* * * * *', '{"s": 1}') IS NOT NULL AS scheduled;
 UPDATE jobqueue.schedules SET next_run_at = now() - interval '1 second' WHERE schedule_name = 'f_every_minute';
 SELECT jobqueue.jq_run_schedules() AS fired;
-SELECT count(*) AS scheduled_jobs FROM jobqueue.jobs WHERE queue_name = 'f_other' AND payload = '{"s": 1}';
+SELECT count(*) AS scheduled_jobs FROM jobqueue.jobs WHERE queue_name = 'f_other' AND payload @> '{"s": 1}';
 SELECT jobqueue.jq_unschedule('f_every_minute') AS unscheduled;
 
 -- statistics across queues
