@@ -390,12 +390,22 @@
  * queue's max_wait, none without one or for a job that waits again.
  */
 #define JQ_REPLAY_SQL(RUN_AT, ENTRY, KEEP, TRACEPARENT, TRACESTATE) \
+	JQ_REPLAY_PLUS_SQL(RUN_AT, ENTRY, KEEP, TRACEPARENT, TRACESTATE, JQ_TS_PLUS_SQL)
+/*
+ * JQ_REPLAY_SQL with the deadline computed by PLUS(time, interval):
+ * JQ_TS_PLUS_SQL, or on Citus JQ_TS_PLUS_EPOCH_SQL (timestamptz + interval
+ * is STABLE, which Citus refuses in a CASE of an UPDATE)
+ */
+#define JQ_TS_PLUS_SQL(TS, IV) TS " + " IV
+#define JQ_TS_PLUS_EPOCH_SQL(TS, IV) \
+	JQ_EPOCH_PLUS_SQL(JQ_EPOCH_OF_SQL(TS), "pg_catalog.date_part('epoch', " IV ")")
+#define JQ_REPLAY_PLUS_SQL(RUN_AT, ENTRY, KEEP, TRACEPARENT, TRACESTATE, PLUS) \
 	"status = CASE WHEN j.dependencies_left > 0 THEN 'waiting' ELSE 'pending' " \
 	"  END::jobqueue.job_status, attempt_count = 0, available_at = " RUN_AT ", " \
 	"start_by = CASE WHEN j.start_by > " RUN_AT " THEN j.start_by " \
 	"  WHEN j.dependencies_left > 0 THEN NULL " \
-	"  ELSE " RUN_AT " + (SELECT q.max_wait FROM jobqueue.queues q " \
-	"                     WHERE q.queue_name = j.queue_name) END, " \
+	"  ELSE " PLUS(RUN_AT, "(SELECT q.max_wait FROM jobqueue.queues q " \
+	"                     WHERE q.queue_name = j.queue_name)") " END, " \
 	"finished_at = NULL, started_at = NULL, lease_owner = NULL, " \
 	"lease_expires_at = NULL, trace_origin = j.traceparent, " \
 	"traceparent = COALESCE(" TRACEPARENT ", j.traceparent), " \
@@ -1150,7 +1160,12 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"RETURNING " JQ_OUTCOME_SQL("$3", JQ_QUEUE_NOTIFY_SQL, "false"),
 		9, {INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, INT4OID, TEXTOID, TEXTOID,
 		TEXTOID, JSONBOID},
-		.name = "retry"
+		.name = "retry",
+		.dist_sql =
+		"UPDATE jobqueue.jobs j SET "
+		JQ_REPLAY_PLUS_SQL("COALESCE($2, $3)", "$9", "$5", "$7", "$8", JQ_TS_PLUS_EPOCH_SQL)
+		"WHERE j.queue_name = $6 AND j.id = $1 AND j.status IN ('dead', 'cancelled') "
+		"RETURNING " JQ_OUTCOME_SQL("$3", JQ_QUEUE_NOTIFY_SQL, "false")
 	},
 	/*
 	 * JQ_PLAN_RETRY_DEAD: $1 queue, $2 error code or NULL, $3 max jobs, $4
@@ -1169,7 +1184,17 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"RETURNING " JQ_OUTCOME_SQL("$4", JQ_QUEUE_NOTIFY_SQL, "false"),
 		9, {TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID, TEXTOID, INT4OID, TEXTOID, TEXTOID,
 		JSONBOID},
-		.name = "retry dead"
+		.name = "retry dead",
+		.dist_sql =
+		"WITH c AS (SELECT j.id FROM jobqueue.jobs j "
+		"           WHERE j.queue_name = $1 AND j.status = 'dead' "
+		"             AND ($2::text IS NULL OR j.last_error_code = $2) "
+		"           ORDER BY j.finished_at, j.id LIMIT $3 "
+		"           FOR NO KEY UPDATE OF j SKIP LOCKED) "
+		"UPDATE jobqueue.jobs j SET "
+		JQ_REPLAY_PLUS_SQL("$4", "$9", "$6", "$7", "$8", JQ_TS_PLUS_EPOCH_SQL)
+		"WHERE j.queue_name = $1 AND j.id = ANY (ARRAY(SELECT c.id FROM c)) "
+		"RETURNING " JQ_OUTCOME_SQL("$4", JQ_QUEUE_NOTIFY_SQL, "false")
 	},
 	/*
 	 * JQ_PLAN_REAP: $1 max jobs, $2 now, $3 history length, $4 ids to
