@@ -29,7 +29,9 @@
 # BENCH_REGRESSION_CLIENTS ("1 2"), BENCH_SYNC_REGRESSION (off),
 # BENCH_INSTALL (1: build and install both; 0: use what is installed),
 # BENCH_INSTALL_OLD (default BENCH_INSTALL; 0: the old side is installed),
-# BENCH_KEEP=1 keeps the clusters running at the end.
+# BENCH_KEEP=1 keeps the clusters running at the end; BENCH_RG_CONF, lines
+# added to both sides' postgresql.conf (jobqueue.worker_enabled = off: the
+# statements alone, without the background worker's passes).
 [ -n "${BENCH_LIB:-}" ] || source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 BENCH_OLD_REF=${BENCH_OLD_REF:-d51139e}
@@ -163,6 +165,7 @@ random_page_cost = 1.1
 jit = off
 autovacuum_naptime = 10s
 autovacuum_vacuum_cost_limit = 2000
+${BENCH_RG_CONF:-}
 EOF
 	jq_cluster_start
 	SIDE_BIN[$side]=$2
