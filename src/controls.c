@@ -507,6 +507,7 @@ jq_admit(const char *queue_name, text *group_key, int32 limit, int64 n,
 	int64		bound;
 	int64		pending;
 	int64		running;
+	int64		at_most = n;
 
 	values[0] = CStringGetTextDatum(queue_name);
 	values[1] = PointerGetDatum(group_key);
@@ -567,7 +568,13 @@ jq_admit(const char *queue_name, text *group_key, int32 limit, int64 n,
 									  pending, (long long) pending, limit, (long long) n),
 					 errhint("Retry later, or raise the limit with jq_alter_queue(group_max_pending => ...).")));
 	}
-	values[2] = Int64GetDatum(pending + running + n);
+	/*
+	 * The bound counts the jobs this call may still make: a replacement
+	 * decided above becomes a new job if a claim takes the pending job of
+	 * the key before the enqueue's statement runs (claims take no admission
+	 * row), and the bound must stay an upper bound.
+	 */
+	values[2] = Int64GetDatum(pending + running + at_most);
 	jq_execute(JQ_PLAN_ADMIT_SET, values, nulls, SPI_OK_UPDATE);
 }
 
