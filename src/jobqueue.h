@@ -54,6 +54,7 @@ extern int	jq_max_error_stack_size;
 extern int	jq_error_history;
 extern Datum jq_replay_entry(TimestampTz at, Datum by);
 extern Datum jq_call_queue(const char *queue_name, int64 id, char *isnull);
+extern Datum jq_call_queue_or_any(const char *queue_name, int64 id, char *isnull);
 extern char *jq_arg_call_queue(FunctionCallInfo fcinfo, bool queue_first);
 extern Datum jq_attempt_entry(TimestampTz at, Datum code, Datum message,
 							  bool message_null, bool retryable, Datum detail,

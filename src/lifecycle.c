@@ -699,8 +699,9 @@ jq_complete_jobs(JqPlanId keep, JqPlanId delete, uint64 nasked,
  * rule of jq_complete (jq_complete_jobs); the ids completed go into tupstore
  * (rows of one bigint column) unless it is NULL.  Every statement is
  * filtered by queue (plans.c): first queue_name's (NULL: none); then, when
- * lookup is set and jobs are left, the queues of the other jobs, looked up
- * (JQ_PLAN_JOBS_QUEUES), one statement each.  Without lookup (a
+ * lookup is set and jobs are left, the other jobs: on plain PostgreSQL in
+ * one statement for any queue (JQ_ANY_QUEUE_SQL), on Citus one statement
+ * for each of their queues, looked up (JQ_PLAN_JOBS_QUEUES).  Without lookup (a
  * queue-first jq_complete_many) a job of another queue is refused as a
  * fenced one is.  Counts the completions, the fenced ones and the call
  * (started at *start), announces the jobs of queues with notify_finished
@@ -740,7 +741,18 @@ jq_complete_batch(const JqCompleteArgs *args, const char *queue_name, bool looku
 									  (uint64) args->nids, values, nulls,
 									  tupstore, tupdesc, completed, &counted_queue);
 	}
-	if (lookup && ncompleted < (uint64) args->nids)
+	if (lookup && !jq_distributed_mode() && ncompleted < (uint64) args->nids)
+	{
+		/* on plain PostgreSQL, the other jobs of any queue in one statement */
+		nulls[6] = JQ_ISNULL;
+		ncompleted += jq_complete_jobs(JQ_PLAN_COMPLETE_MANY_KEEP,
+									   JQ_PLAN_COMPLETE_MANY_DELETE,
+									   (uint64) args->nids - ncompleted, values, nulls,
+									   tupstore, tupdesc, completed + ncompleted, &first);
+		if (counted_queue == NULL)
+			counted_queue = first;
+	}
+	else if (lookup && ncompleted < (uint64) args->nids)
 	{
 		/* the queues of the other jobs (a read), then each queue's statement */
 		Datum		qvalues[2];
@@ -837,8 +849,8 @@ jq_claim(PG_FUNCTION_ARGS)
  * jobqueue.max_result_size is an error, and the job stays running.
  *
  * Queue-first (queue_first: the arguments after the queue's): the job must
- * be of that queue (false otherwise), which must exist; by id alone, the
- * job's queue is read first (jq_call_queue).
+ * be of that queue (false otherwise), which must exist; by id alone, any
+ * queue's (jq_call_queue_or_any).
  */
 static Datum
 jq_complete_call(FunctionCallInfo fcinfo, bool queue_first)
@@ -865,7 +877,7 @@ jq_complete_call(FunctionCallInfo fcinfo, bool queue_first)
 	}
 
 	jq_spi_connect();
-	values[6] = jq_call_queue(call_queue, DatumGetInt64(values[0]), &nulls[6]);
+	values[6] = jq_call_queue_or_any(call_queue, DatumGetInt64(values[0]), &nulls[6]);
 	jq_completion_queues(&values[4], &values[5]);
 	done = jq_complete_jobs(JQ_PLAN_COMPLETE_KEEP, JQ_PLAN_COMPLETE_DELETE, 1,
 							values, nulls, NULL, NULL, NULL, &queue_name) == 1;
@@ -907,8 +919,8 @@ jq_complete_in_queue(PG_FUNCTION_ARGS)
  * call, with the result at the same position (results NULL: none;
  * NULL elements are allowed); returns the ids that were completed.
  * Queue-first: one statement, in that queue (an id of another queue is
- * refused); by ids alone, the jobs' queues are read first, then one
- * statement per queue (jq_complete_batch).
+ * refused); by ids alone, one statement for any queue, or on Citus one
+ * per queue of the jobs (jq_complete_batch).
  */
 static Datum
 jq_complete_many_call(FunctionCallInfo fcinfo, bool queue_first)
@@ -1068,7 +1080,7 @@ jq_fail_call(FunctionCallInfo fcinfo, bool queue_first)
 	values[9] = Float8GetDatum(jq_jitter());
 
 	jq_spi_connect();
-	values[10] = jq_call_queue(call_queue, DatumGetInt64(values[0]), &nulls[10]);
+	values[10] = jq_call_queue_or_any(call_queue, DatumGetInt64(values[0]), &nulls[10]);
 	jq_execute(JQ_PLAN_FAIL, values, nulls, SPI_OK_UPDATE_RETURNING);
 	fenced = (SPI_processed == 0);
 	if (!fenced)
@@ -1257,7 +1269,7 @@ jq_release_call(FunctionCallInfo fcinfo, bool queue_first)
 	values[3] = TimestampTzGetDatum(now);
 
 	jq_spi_connect();
-	values[4] = jq_call_queue(call_queue, DatumGetInt64(values[0]), &nulls[4]);
+	values[4] = jq_call_queue_or_any(call_queue, DatumGetInt64(values[0]), &nulls[4]);
 	jq_execute(JQ_PLAN_RELEASE, values, nulls, SPI_OK_UPDATE_RETURNING);
 	released = (jq_note_outcome(JQ_TR_RELEASE, 0, NULL, NULL, NULL) == 1);
 	jq_spi_finish();

@@ -314,6 +314,23 @@ jq_call_queue(const char *queue_name, int64 id, char *isnull)
 }
 
 /*
+ * jq_call_queue for the statements that take the job's own queue when the
+ * queue is NULL (plans.c, JQ_ANY_QUEUE_SQL): on plain PostgreSQL a call by
+ * id alone passes NULL and reads nothing first, as before 1.4; on Citus
+ * its queue is read first, as jq_call_queue does.
+ */
+Datum
+jq_call_queue_or_any(const char *queue_name, int64 id, char *isnull)
+{
+	if (queue_name == NULL && !jq_distributed_mode())
+	{
+		*isnull = JQ_ISNULL;
+		return (Datum) 0;
+	}
+	return jq_call_queue(queue_name, id, isnull);
+}
+
+/*
  * The events of one row of an outcome: job moved by transition t into
  * status (NULL: the caller's request was refused).
  */

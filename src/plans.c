@@ -299,13 +299,66 @@
 	"AND (j.status = 'running') IS TRUE AND j.lease_expires_at > " NOW
 
 /*
+ * The queue QUEUE (a parameter) of a call acting on job j, in the plain
+ * PostgreSQL text of the statements of completion, failure and release:
+ * that queue, or the job's own when it is NULL (a call by id alone,
+ * jq_call_queue_or_any), so that such a call is one statement by the
+ * primary key.  On Citus their text (dist_sql) tests the parameter itself,
+ * which routes the statement to the queue's shard; a call by id alone
+ * reads the job's queue first there.
+ */
+#define JQ_ANY_QUEUE_SQL(QUEUE) "COALESCE(" QUEUE ", j.queue_name)"
+
+/*
  * The selection of a completion of many: the triples t from ids ($1),
- * tokens ($2) and results ($4), each fenced at $3, in queue $7.
+ * tokens ($2) and results ($4), each fenced at $3, in queue QUEUE.
  */
 #define JQ_COMPLETE_LIST_SQL \
 	"ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), " \
 	"pg_catalog.unnest($4)) AS t(id, token, result)"
-#define JQ_COMPLETE_MANY_SQL JQ_LEASE_HELD_SQL("$7", "t.id", "t.token", "$3")
+#define JQ_COMPLETE_MANY_SQL(QUEUE) JQ_LEASE_HELD_SQL(QUEUE, "t.id", "t.token", "$3")
+
+/* The completion statements, with queue QUEUE (JQ_ANY_QUEUE_SQL or "$7") */
+#define JQ_COMPLETE_KEEP_SQL(QUEUE) \
+	JQ_SUCCEED_KEEP_SQL("$3", "$4", "", JQ_LEASE_HELD_SQL(QUEUE, "$1", "$2", "$3"), \
+						QUEUE, "$6", "$5")
+#define JQ_COMPLETE_DELETE_SQL(QUEUE) \
+	JQ_SUCCEED_DELETE_SQL("$3", "", JQ_LEASE_HELD_SQL(QUEUE, "$1", "$2", "$3"), \
+						  QUEUE, "$6", "$5")
+#define JQ_COMPLETE_REFUSED_SQL(QUEUE) \
+	"SELECT " JQ_REFUSED_SQL("j.queue_name", "j.id") " FROM jobqueue.jobs j " \
+	"WHERE j.queue_name = " QUEUE " AND j.id = $1"
+#define JQ_COMPLETE_MANY_KEEP_SQL(QUEUE) \
+	JQ_SUCCEED_KEEP_SQL("$3", "t.result", "FROM " JQ_COMPLETE_LIST_SQL, \
+						JQ_COMPLETE_MANY_SQL(QUEUE), QUEUE, "$6", "$5")
+#define JQ_COMPLETE_MANY_DELETE_SQL(QUEUE) \
+	JQ_SUCCEED_DELETE_SQL("$3", ", " JQ_COMPLETE_LIST_SQL, JQ_COMPLETE_MANY_SQL(QUEUE), \
+						  QUEUE, "$6", "$5")
+
+/*
+ * The statements of JQ_PLAN_FAIL and JQ_PLAN_RELEASE, with the job's queue
+ * QUEUE (JQ_ANY_QUEUE_SQL or the parameter); SETTINGS the queue whose row
+ * gives the backoff, OLD_QUEUE the queue of the release's row o.
+ */
+#define JQ_FAIL_SQL(SETTINGS, QUEUE) \
+	"UPDATE jobqueue.jobs j SET " \
+	JQ_FAILED_ATTEMPT_SQL("$5", "$7", \
+		"COALESCE($6, " JQ_EPOCH_PLUS_SQL("$9", \
+			JQ_BACKOFF_SECS_SQL("q.backoff_base", "q.backoff_max", \
+								"j.attempt_count", "$10")) ")", \
+		"$3", JQ_ATTEMPT_ENTRY_OF_SQL("$4"), "$8") \
+	"FROM jobqueue.queues q " \
+	"WHERE q.queue_name = " SETTINGS " AND " JQ_LEASE_HELD_SQL(QUEUE, "$1", "$2", "$7") " " \
+	"RETURNING " JQ_OUTCOME_SQL("$7", "q.notify", "q.notify_finished") ", " \
+	JQ_FAILED_OUTCOME_SQL
+#define JQ_RELEASE_SQL(OLD_QUEUE, QUEUE) \
+	"UPDATE jobqueue.jobs j SET status = 'pending', " \
+	"  attempt_count = j.attempt_count - 1, available_at = $3, " \
+	"  lease_owner = NULL, lease_expires_at = NULL, started_at = NULL " \
+	"FROM (SELECT o.started_at FROM jobqueue.jobs o " \
+	"      WHERE o.queue_name = " OLD_QUEUE " AND o.id = $1) o " \
+	"WHERE " JQ_LEASE_HELD_SQL(QUEUE, "$1", "$2", "$4") " " \
+	"RETURNING " JQ_OUTCOME_STARTED_SQL("$4", JQ_QUEUE_NOTIFY_SQL, "false", "o.started_at")
 
 /*
  * No job waits for job j (it may be purged): no row of job_dependencies
@@ -993,22 +1046,22 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	/*
 	 * JQ_PLAN_COMPLETE_KEEP: $1 id, $2 token, $3 now, $4 result, $5 the
 	 * queues with notify_finished, $6 the queues that keep no history
-	 * (queuecache.c), $7 the job's queue.  Only the current lease holder, before its lease
-	 * expires, may complete.  Outcome; no row when the completion is
+	 * (queuecache.c), $7 the job's queue (JQ_ANY_QUEUE_SQL).  Only the
+	 * current lease holder, before its lease expires, may complete.  Outcome; no row when the completion is
 	 * refused (then JQ_PLAN_COMPLETE_REFUSED) or the job's queue keeps no
 	 * history (then JQ_PLAN_COMPLETE_DELETE, with the same parameters).
 	 */
 	[JQ_PLAN_COMPLETE_KEEP] = {
-		JQ_SUCCEED_KEEP_SQL("$3", "$4", "", JQ_LEASE_HELD_SQL("$7", "$1", "$2", "$3"), "$7", "$6",
-							"$5"),
+		JQ_COMPLETE_KEEP_SQL(JQ_ANY_QUEUE_SQL("$7")),
 		7, {INT8OID, INT8OID, TIMESTAMPTZOID, JSONBOID, TEXTARRAYOID, TEXTARRAYOID, TEXTOID},
-		.name = "complete keep", .dist = JQ_DIST_GENERIC
+		.name = "complete keep", .dist = JQ_DIST_GENERIC,
+		.dist_sql = JQ_COMPLETE_KEEP_SQL("$7")
 	},
 	[JQ_PLAN_COMPLETE_DELETE] = {
-		JQ_SUCCEED_DELETE_SQL("$3", "", JQ_LEASE_HELD_SQL("$7", "$1", "$2", "$3"), "$7", "$6",
-							  "$5"),
+		JQ_COMPLETE_DELETE_SQL(JQ_ANY_QUEUE_SQL("$7")),
 		7, {INT8OID, INT8OID, TIMESTAMPTZOID, JSONBOID, TEXTARRAYOID, TEXTARRAYOID, TEXTOID},
-		.name = "complete delete"
+		.name = "complete delete",
+		.dist_sql = JQ_COMPLETE_DELETE_SQL("$7")
 	},
 	/*
 	 * JQ_PLAN_COMPLETE_MANY_KEEP: $1 ids, $2 tokens, $3 now, $4 results
@@ -1021,18 +1074,18 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * JQ_PLAN_COMPLETE_MANY_REFUSED.
 	 */
 	[JQ_PLAN_COMPLETE_MANY_KEEP] = {
-		JQ_SUCCEED_KEEP_SQL("$3", "t.result", "FROM " JQ_COMPLETE_LIST_SQL,
-							JQ_COMPLETE_MANY_SQL, "$7", "$6", "$5"),
+		JQ_COMPLETE_MANY_KEEP_SQL(JQ_ANY_QUEUE_SQL("$7")),
 		7, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, JSONBARRAYOID, TEXTARRAYOID,
 		TEXTARRAYOID, TEXTOID},
-		.name = "complete many keep"
+		.name = "complete many keep",
+		.dist_sql = JQ_COMPLETE_MANY_KEEP_SQL("$7")
 	},
 	[JQ_PLAN_COMPLETE_MANY_DELETE] = {
-		JQ_SUCCEED_DELETE_SQL("$3", ", " JQ_COMPLETE_LIST_SQL, JQ_COMPLETE_MANY_SQL,
-							  "$7", "$6", "$5"),
+		JQ_COMPLETE_MANY_DELETE_SQL(JQ_ANY_QUEUE_SQL("$7")),
 		7, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, JSONBARRAYOID, TEXTARRAYOID,
 		TEXTARRAYOID, TEXTOID},
-		.name = "complete many delete"
+		.name = "complete many delete",
+		.dist_sql = JQ_COMPLETE_MANY_DELETE_SQL("$7")
 	},
 	/*
 	 * JQ_PLAN_COMPLETE_REFUSED: $1 id, $2 queue.  After JQ_PLAN_COMPLETE_*
@@ -1040,10 +1093,10 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * queue (no row when the queue has no such job).
 	 */
 	[JQ_PLAN_COMPLETE_REFUSED] = {
-		"SELECT " JQ_REFUSED_SQL("j.queue_name", "j.id") " FROM jobqueue.jobs j "
-		"WHERE j.queue_name = $2 AND j.id = $1",
+		JQ_COMPLETE_REFUSED_SQL(JQ_ANY_QUEUE_SQL("$2")),
 		2, {INT8OID, TEXTOID},
-		.name = "complete refused", .read_only = true, .dist = JQ_DIST_GENERIC
+		.name = "complete refused", .read_only = true, .dist = JQ_DIST_GENERIC,
+		.dist_sql = JQ_COMPLETE_REFUSED_SQL("$2")
 	},
 	/*
 	 * JQ_PLAN_COMPLETE_MANY_REFUSED: $1 ids asked for, $2 ids completed, $3
@@ -1067,25 +1120,17 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * (jq_attempt_entry: at, code, message, retryable, detail, stack), $5
 	 * retryable, $6 retry at (NULL: the queue's backoff), $7 now, $8
 	 * history length, $9 now's epoch, $10 jitter (a float8 in [0, 1), from
-	 * pg_prng), $11 the job's queue.  Retry when the error is retryable and
+	 * pg_prng), $11 the job's queue (JQ_ANY_QUEUE_SQL).  Retry when the error is retryable and
 	 * attempts are left, else dead.  Outcome.  The new available_at, the history entry and
 	 * every other value written come from IMMUTABLE functions of the row
 	 * and the parameters.
 	 */
 	[JQ_PLAN_FAIL] = {
-		"UPDATE jobqueue.jobs j SET "
-		JQ_FAILED_ATTEMPT_SQL("$5", "$7",
-			"COALESCE($6, " JQ_EPOCH_PLUS_SQL("$9",
-				JQ_BACKOFF_SECS_SQL("q.backoff_base", "q.backoff_max",
-									"j.attempt_count", "$10")) ")",
-			"$3", JQ_ATTEMPT_ENTRY_OF_SQL("$4"), "$8")
-		"FROM jobqueue.queues q "
-		"WHERE q.queue_name = $11 AND " JQ_LEASE_HELD_SQL("$11", "$1", "$2", "$7") " "
-		"RETURNING " JQ_OUTCOME_SQL("$7", "q.notify", "q.notify_finished") ", "
-		JQ_FAILED_OUTCOME_SQL,
+		JQ_FAIL_SQL("j.queue_name", JQ_ANY_QUEUE_SQL("$11")),
 		11, {INT8OID, INT8OID, TEXTOID, JSONBOID, BOOLOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
 		INT4OID, FLOAT8OID, FLOAT8OID, TEXTOID},
-		.name = "fail"
+		.name = "fail",
+		.dist_sql = JQ_FAIL_SQL("$11", "$11")
 	},
 	/*
 	 * JQ_PLAN_HEARTBEAT: $1 id, $2 token, $3 the new expiry (now + extend
@@ -1115,22 +1160,17 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	},
 	/*
 	 * JQ_PLAN_RELEASE: $1 id, $2 token, $3 ready at (now + delay, computed
-	 * in C: timestamptz + interval is STABLE), $4 now, $5 the job's queue.
-	 * The attempt is
+	 * in C: timestamptz + interval is STABLE), $4 now, $5 the job's queue
+	 * (JQ_ANY_QUEUE_SQL; OLD_QUEUE the same for row o).  The attempt is
 	 * given back, the token stays incremented so the old holder is fenced.
 	 * Outcome, with the attempt's start read from the row before the
 	 * UPDATE (o), which clears it.
 	 */
 	[JQ_PLAN_RELEASE] = {
-		"UPDATE jobqueue.jobs j SET status = 'pending', "
-		"  attempt_count = j.attempt_count - 1, available_at = $3, "
-		"  lease_owner = NULL, lease_expires_at = NULL, started_at = NULL "
-		"FROM (SELECT o.started_at FROM jobqueue.jobs o "
-		"      WHERE o.queue_name = $5 AND o.id = $1) o "
-		"WHERE " JQ_LEASE_HELD_SQL("$5", "$1", "$2", "$4") " "
-		"RETURNING " JQ_OUTCOME_STARTED_SQL("$4", JQ_QUEUE_NOTIFY_SQL, "false", "o.started_at"),
+		JQ_RELEASE_SQL("COALESCE($5, o.queue_name)", JQ_ANY_QUEUE_SQL("$5")),
 		5, {INT8OID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID},
-		.name = "release"
+		.name = "release",
+		.dist_sql = JQ_RELEASE_SQL("$5", "$5")
 	},
 	/*
 	 * JQ_PLAN_CANCEL: $1 id, $2 now, $3 the job's queue.  Outcome.  A job that has not finished
