@@ -45,32 +45,48 @@ FROM jobqueue.jq_jobs('q_list', error_code => 'BAD');
 SELECT count(*) FROM jobqueue.jq_jobs('q_list', 'pending', group_key => 'g2');
 SELECT count(*) FROM jobqueue.jq_jobs('q_list', 'pending', error_code => 'BAD');
 
--- keyset pages of 5: every job once, in order, the last page short, then empty
+-- keyset pages of 5 (the cursor: the last row's id, and its finished_at if
+-- it was finished): every job once, in order, the last page short, then empty
 CREATE FUNCTION pg_temp.pages(q text, size int, st jobqueue.job_status DEFAULT NULL)
 RETURNS TABLE(page int, ids bigint[]) LANGUAGE plpgsql AS $$
 DECLARE
 	before bigint := NULL;
-	got bigint[];
+	before_at timestamptz := NULL;
+	r record;
 BEGIN
 	page := 0;
 	LOOP
 		page := page + 1;
-		SELECT array_agg(j.id ORDER BY j.id DESC) INTO got
-		FROM jobqueue.jq_jobs(q, st, size, before) j;
-		ids := COALESCE(got, '{}');
+		ids := '{}';
+		FOR r IN SELECT j.id, j.status, j.finished_at
+				 FROM jobqueue.jq_jobs(q, st, size, before, before_finished_at => before_at) j
+		LOOP
+			ids := ids || r.id;
+			before := r.id;
+			before_at := CASE WHEN r.status > 'running' THEN r.finished_at END;
+		END LOOP;
 		RETURN NEXT;
-		EXIT WHEN got IS NULL;
-		before := got[array_length(got, 1)];
+		EXIT WHEN ids = '{}';
 	END LOOP;
 END
 $$;
 SELECT page, array_length(ids, 1) AS jobs FROM pg_temp.pages('q_list', 5);
-SELECT (SELECT array_agg(i ORDER BY i DESC) FROM pg_temp.pages('q_list', 5) p, unnest(p.ids) i)
-     = (SELECT array_agg(id ORDER BY id DESC) FROM jobqueue.jobs WHERE queue_name = 'q_list')
-       AS pages_are_the_queue;
+-- unfinished jobs newest first, then finished ones most recently finished first
+SELECT (SELECT array_agg(i ORDER BY p.page, n) FROM pg_temp.pages('q_list', 5) p,
+               unnest(p.ids) WITH ORDINALITY u(i, n))
+     = (SELECT array_agg(id ORDER BY status > 'running',
+                         CASE WHEN status > 'running' THEN finished_at END DESC, id DESC)
+        FROM jobqueue.jobs WHERE queue_name = 'q_list')
+       AS pages_are_the_queue_in_order;
+-- with a finished job's cursor, the unfinished ones are not listed again
+SELECT count(*) FILTER (WHERE j.status <= 'running') AS unfinished, count(*) > 0 AS some
+FROM jobqueue.jq_jobs('q_list', before_id => (SELECT max(id) FROM jobqueue.jobs WHERE queue_name = 'q_list' AND status = 'succeeded'),
+	before_finished_at => 'infinity') j;
+SELECT page, array_length(ids, 1) AS jobs FROM pg_temp.pages('q_list', 3, 'dead');
 SELECT page, array_length(ids, 1) AS jobs FROM pg_temp.pages('q_list', 4, 'pending');
--- before_id of the oldest job: nothing
-SELECT count(*) FROM jobqueue.jq_jobs('q_list', before_id => (SELECT min(id) FROM jobqueue.jobs));
+-- after the oldest job as an unfinished one: only the finished jobs
+SELECT count(*) = (SELECT count(*) FROM jobqueue.jobs WHERE queue_name = 'q_list' AND status > 'running')
+FROM jobqueue.jq_jobs('q_list', before_id => (SELECT min(id) FROM jobqueue.jobs));
 
 -- errors
 SELECT test_helpers.try(stmt) FROM (VALUES
@@ -110,7 +126,7 @@ JOIN (SELECT relname, seq_scan AS scans FROM pg_stat_user_tables WHERE relid = '
       UNION ALL
       SELECT indexrelname, idx_scan FROM pg_stat_user_indexes WHERE relid = 'jobqueue.jobs'::regclass) n
   USING (relname)
-WHERE n.scans > b.scans OR b.relname IN ('jobs', 'jobs_queue_finished_idx')
+WHERE n.scans > b.scans OR b.relname IN ('jobs', 'jobs_finished_idx')
 ORDER BY 1;
 DELETE FROM jobqueue.jobs WHERE queue_name = 'q_other' AND status = 'succeeded';
 

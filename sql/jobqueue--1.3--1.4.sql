@@ -79,22 +79,26 @@ $$;
 DROP FUNCTION jobqueue.jq_fail(bigint, bigint, text, text, boolean, interval, jsonb);
 
 /*
- * A queue's finished jobs by id, for jq_jobs: newest first and keyset
- * pages at any table size.  The unfinished ones are found through the
- * partial indexes of their status (their number is the backlog); the
- * finished ones are most of the table.  Only the row version written by
- * the end of a job (succeeded, cancelled or dead) gets an entry: one
- * index insert per job, none for a job of a queue that keeps no history,
- * and none for the claim's version, which every other full index pays.
- * Measured: WAL per job of enqueue + claim + complete in batches of 100,
- * history kept, 1,128 bytes against 1,051 without the index (+7 %).
+ * One index of finished jobs, by queue, status and time of finish, in
+ * place of the two of 1.0 (succeeded and cancelled; dead): the purge takes
+ * each status's oldest, jq_retry_dead the oldest dead, queue_stats counts
+ * the dead, and jq_jobs lists finished jobs most recently finished first,
+ * each from one range of it.  Every statement that writes a job pays for
+ * every index of jobs (it opens it and prepares its predicate), whether or
+ * not the row goes in: one index for three uses is what keeps a claim and
+ * a completion as cheap as in 1.3.  Only the row version written by the
+ * end of a job gets an entry, one per job.
  */
-CREATE INDEX jobs_queue_finished_idx ON jobqueue.jobs (queue_name, id)
-	WHERE status IN ('succeeded', 'cancelled', 'dead');
+DROP INDEX jobqueue.jobs_finished_idx;
+DROP INDEX jobqueue.jobs_dead_idx;
+CREATE INDEX jobs_finished_idx ON jobqueue.jobs (queue_name, status, finished_at, id)
+	WHERE status > 'running';
 
 /*
- * The jobs of a queue, newest first, in pages: the next page is
- * before_id => the last id of this one.  The payload, result, progress and
+ * The jobs of a queue in pages: the unfinished ones newest first, then the
+ * finished ones most recently finished first.  The next page is before_id
+ * => the last id of this one, before_finished_at => its finished_at if it
+ * was finished.  The payload, result, progress and
  * error history (and the last error message) are NULL unless the caller
  * may read jobs' data anyway (the worker or admin rights, or SELECT on
  * jobs.payload); see listing.c.
@@ -105,7 +109,8 @@ CREATE FUNCTION jobqueue.jq_jobs(
 	max_jobs int DEFAULT 100,
 	before_id bigint DEFAULT NULL,
 	group_key text DEFAULT NULL,
-	error_code text DEFAULT NULL)
+	error_code text DEFAULT NULL,
+	before_finished_at timestamptz DEFAULT NULL)
 RETURNS TABLE(id bigint, queue_name text, status jobqueue.job_status,
 	priority int, group_key text, attempt int, max_attempts int,
 	created_at timestamptz, available_at timestamptz,
@@ -115,9 +120,9 @@ RETURNS TABLE(id bigint, queue_name text, status jobqueue.job_status,
 	payload jsonb, result jsonb, progress jsonb, errors jsonb)
 AS 'MODULE_PATHNAME', 'jq_jobs'
 LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp ROWS 100;
-COMMENT ON FUNCTION jobqueue.jq_jobs(text, jobqueue.job_status, int, bigint, text, text) IS
-	'a queue''s jobs, newest first, max_jobs at a time before before_id, optionally of one status, group or last error code; payloads, results and errors only for roles that may read them';
-REVOKE ALL ON FUNCTION jobqueue.jq_jobs(text, jobqueue.job_status, int, bigint, text, text) FROM PUBLIC;
+COMMENT ON FUNCTION jobqueue.jq_jobs(text, jobqueue.job_status, int, bigint, text, text, timestamptz) IS
+	'a queue''s jobs, unfinished newest first, then finished most recently finished first, max_jobs at a time after the job before_id (finished at before_finished_at), optionally of one status, group or last error code; payloads, results and errors only for roles that may read them';
+REVOKE ALL ON FUNCTION jobqueue.jq_jobs(text, jobqueue.job_status, int, bigint, text, text, timestamptz) FROM PUBLIC;
 
 CREATE FUNCTION jobqueue.jq_schedules()
 RETURNS TABLE(schedule_name text, queue_name text, cron text, timezone text,
@@ -151,7 +156,7 @@ BEGIN
 		  AND a.privilege_type = 'EXECUTE' AND a.grantee <> 0 AND a.grantee <> p.proowner
 	LOOP
 		EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s, %s, %s TO %s',
-			'jobqueue.jq_jobs(text, jobqueue.job_status, integer, bigint, text, text)',
+			'jobqueue.jq_jobs(text, jobqueue.job_status, integer, bigint, text, text, timestamp with time zone)',
 			'jobqueue.jq_schedules()', 'jobqueue.jq_version()', r.grantee);
 	END LOOP;
 END
@@ -1536,21 +1541,6 @@ CREATE CONSTRAINT TRIGGER job_dependencies_settle
 	FOR EACH ROW EXECUTE FUNCTION jobqueue.jq_dependencies_settle();
 
 ------------------------------------------------------------------------------
--- Dead letters by error code
-------------------------------------------------------------------------------
-
-/*
- * A queue's dead jobs of one error code, newest first, for jq_jobs (the
- * dead-letter pages of the dashboard): without it a page of them walked
- * every finished job of the queue.  Only a job's last row version, the
- * one written when it died, gets an entry: dead jobs are rare, and no
- * other move of a job pays for this index.  Its keys also give the dead
- * jobs by error code as an index-only scan.
- */
-CREATE INDEX jobs_dead_code_idx ON jobqueue.jobs (queue_name, last_error_code, id)
-	WHERE status = 'dead';
-
-------------------------------------------------------------------------------
 -- Controls: fair share charged by use
 ------------------------------------------------------------------------------
 
@@ -1705,7 +1695,7 @@ BEGIN
 				'jobqueue.jq_job(bigint)',
 				'jobqueue.jq_job(text, bigint)',
 				'jobqueue.jq_queue_node(text)',
-				'jobqueue.jq_jobs(text, jobqueue.job_status, integer, bigint, text, text)',
+				'jobqueue.jq_jobs(text, jobqueue.job_status, integer, bigint, text, text, timestamp with time zone)',
 				'jobqueue.jq_group_stats(text)',
 				'jobqueue.jq_set_group_limit(text, text, integer, double precision, integer, double precision)',
 				'jobqueue.jq_group_limits(text)',
@@ -1726,7 +1716,7 @@ BEGIN
 				'jobqueue.jq_worker_status()',
 				'jobqueue.jq_worker_tasks()',
 				'jobqueue.jq_version()',
-				'jobqueue.jq_jobs(text, jobqueue.job_status, integer, bigint, text, text)',
+				'jobqueue.jq_jobs(text, jobqueue.job_status, integer, bigint, text, text, timestamp with time zone)',
 				'jobqueue.jq_group_stats(text)',
 				'jobqueue.jq_group_limits(text)',
 				'jobqueue.jq_cron_next(text, timestamp with time zone, text, integer)',

@@ -49,67 +49,82 @@ PG_FUNCTION_INFO_V1(jq_schedules);
 	" OR pg_catalog.has_column_privilege(" ROLE ", 'jobqueue.jobs', 'payload', 'SELECT'))"
 
 /*
- * One part of the jobs statement: the newest jobs of the queue in the
- * statuses STATUSES that pass the filters, or none when GATE (a test of
- * the parameters only, so a one-time filter) is false.  Each part reads
- * the partial index of its statuses: the unfinished parts their status's
- * index (a page costs the queue's backlog in that status, as queue_stats
- * does), the succeeded and cancelled part jobs_queue_finished_idx in id
- * order, the dead part jobs_dead_code_idx (in id order within one error
- * code: a dead-letter page costs its own rows).
+ * The order of jq_jobs: the unfinished jobs first, newest (highest id)
+ * first; then the finished ones (succeeded, dead, cancelled), most recently
+ * finished first, ties by id.  A page is read from the indexes the other
+ * statements keep anyway: the unfinished parts from the partial index of
+ * their status (a page costs the queue's backlog in that status, as
+ * queue_stats does), each finished status from its range of
+ * jobs_finished_idx (queue, status, finished_at, id), which the purge and
+ * jq_retry_dead read too (a page costs its own rows; one of a rare error
+ * code costs the queue's dead jobs, read until the page is full).  No index
+ * exists for jq_jobs alone: every write of a job would pay for it.
+ *
+ * The cursor is the last row of the previous page: $4 its id, $8 its
+ * finished_at when it was finished (NULL: it was unfinished, and the next
+ * page goes on with the unfinished jobs of lower ids, then every finished
+ * one).
+ */
+
+/*
+ * The filters of every part: the status gate (GATE, a test of the
+ * parameters only, so a one-time filter), the group and the error code.
+ */
+#define JQ_JOBS_FILTERS_SQL(GATE) \
+	" AND " GATE \
+	" AND ($5 IS NULL OR j.group_key OPERATOR(pg_catalog.=) $5) " \
+	" AND ($6 IS NULL OR j.last_error_code OPERATOR(pg_catalog.=) $6) "
+
+/*
+ * A part of unfinished jobs in the statuses STATUSES: the ids first, which
+ * the index of their status holds (an index-only scan when no group or
+ * error code is asked for) but in another order (the claim order, the
+ * lease expiry), then only the rows of the page.
  *
  * The queue is given as a range of one value, and the order as (queue,
  * id), on purpose: with an equality the queue would be a constant of the
  * order, and the primary key, read backwards from the newest job, would
  * serve "ORDER BY id DESC" too.  The planner, assuming a queue's jobs in
- * one status spread evenly over the ids, then takes it for the finished
- * part and walks the whole backlog of pending jobs (newer than every
- * finished one) before the first row.  Only an index that starts with the
- * queue gives the order (queue, id).
+ * one status spread evenly over the ids, then takes it and walks every
+ * newer job of the table before the first row.
  */
-#define JQ_JOBS_WHERE_SQL(STATUSES, GATE) \
+#define JQ_JOBS_UNFINISHED_PART_SQL(STATUSES, GATE) \
+	"(SELECT j.* FROM jobqueue.jobs j WHERE j.id OPERATOR(pg_catalog.=) ANY (ARRAY(" \
+	" SELECT j.id FROM jobqueue.jobs j " \
 	" WHERE j.queue_name OPERATOR(pg_catalog.>=) $1 " \
 	"   AND j.queue_name OPERATOR(pg_catalog.<=) $1 AND j.status " STATUSES \
-	"   AND " GATE " AND ($4 IS NULL OR j.id OPERATOR(pg_catalog.<) $4) " \
-	"   AND ($5 IS NULL OR j.group_key OPERATOR(pg_catalog.=) $5) " \
-	"   AND ($6 IS NULL OR j.last_error_code OPERATOR(pg_catalog.=) $6) " \
-	" ORDER BY j.queue_name DESC, j.id DESC LIMIT $3"
+	"   AND $8 IS NULL AND ($4 IS NULL OR j.id OPERATOR(pg_catalog.<) $4) " \
+	JQ_JOBS_FILTERS_SQL(GATE) \
+	" ORDER BY j.queue_name DESC, j.id DESC LIMIT $3)))"
 
-/* A part whose index gives the rows in id order: read them as they come. */
-#define JQ_JOBS_PART_SQL(STATUSES, GATE) \
-	"(SELECT j.* FROM jobqueue.jobs j " JQ_JOBS_WHERE_SQL(STATUSES, GATE) ")"
-
-/*
- * A part whose index is in another order (the claim order, the lease
- * expiry): the ids first, which the index of pending jobs holds (an
- * index-only scan when no group or error code is asked for), then only
- * the rows of the page, not those of the whole backlog.
- */
-#define JQ_JOBS_BY_IDS_PART_SQL(STATUSES, GATE) \
-	"(SELECT j.* FROM jobqueue.jobs j WHERE j.id OPERATOR(pg_catalog.=) ANY (ARRAY(" \
-	" SELECT j.id FROM jobqueue.jobs j " JQ_JOBS_WHERE_SQL(STATUSES, GATE) ")))"
+/* A part of finished jobs in status STATUS, after the cursor when it is one */
+#define JQ_JOBS_FINISHED_PART_SQL(STATUS) \
+	"(SELECT j.* FROM jobqueue.jobs j " \
+	" WHERE j.queue_name OPERATOR(pg_catalog.=) $1 " \
+	"   AND j.status OPERATOR(pg_catalog.=) '" STATUS "' " \
+	"   AND ($8 IS NULL OR j.finished_at OPERATOR(pg_catalog.<=) $8) " \
+	"   AND ($8 IS NULL OR $4 IS NULL OR j.finished_at OPERATOR(pg_catalog.<) $8 " \
+	"        OR j.id OPERATOR(pg_catalog.<) $4) " \
+	JQ_JOBS_FILTERS_SQL("($2 IS NULL OR $2 OPERATOR(pg_catalog.=) '" STATUS "')") \
+	" ORDER BY j.finished_at DESC, j.id DESC LIMIT $3)"
 
 /*
- * $1 queue, $2 status (text, NULL: any), $3 max jobs, $4 before id, $5
- * group key, $6 last error code, $7 the caller's role.  Newest first.
+ * $1 queue, $2 status (text, NULL: any), $3 max jobs, $4 and $8 the cursor,
+ * $5 group key, $6 last error code, $7 the caller's role.
  */
 static const char jobs_sql[] =
 "WITH l AS ("
-JQ_JOBS_PART_SQL("IN ('succeeded', 'cancelled')",
-				 "($2 IS NULL OR $2 OPERATOR(pg_catalog.=) ANY ('{succeeded,cancelled}'::text[])) "
-				 "AND ($2 IS NULL OR j.status OPERATOR(pg_catalog.=) $2::jobqueue.job_status)")
+JQ_JOBS_UNFINISHED_PART_SQL("OPERATOR(pg_catalog.=) 'pending'",
+							"($2 IS NULL OR $2 OPERATOR(pg_catalog.=) 'pending')")
 " UNION ALL "
-JQ_JOBS_PART_SQL("OPERATOR(pg_catalog.=) 'dead'",
-				 "($2 IS NULL OR $2 OPERATOR(pg_catalog.=) 'dead')")
+JQ_JOBS_UNFINISHED_PART_SQL("OPERATOR(pg_catalog.=) 'running'",
+							"($2 IS NULL OR $2 OPERATOR(pg_catalog.=) 'running')")
 " UNION ALL "
-JQ_JOBS_BY_IDS_PART_SQL("OPERATOR(pg_catalog.=) 'pending'",
-				 "($2 IS NULL OR $2 OPERATOR(pg_catalog.=) 'pending')")
-" UNION ALL "
-JQ_JOBS_BY_IDS_PART_SQL("OPERATOR(pg_catalog.=) 'running'",
-				 "($2 IS NULL OR $2 OPERATOR(pg_catalog.=) 'running')")
-" UNION ALL "
-JQ_JOBS_BY_IDS_PART_SQL("OPERATOR(pg_catalog.<) 'pending'",
-				 "($2 IS NULL OR $2 OPERATOR(pg_catalog.=) 'waiting')")
+JQ_JOBS_UNFINISHED_PART_SQL("OPERATOR(pg_catalog.<) 'pending'",
+							"($2 IS NULL OR $2 OPERATOR(pg_catalog.=) 'waiting')")
+" UNION ALL " JQ_JOBS_FINISHED_PART_SQL("succeeded")
+" UNION ALL " JQ_JOBS_FINISHED_PART_SQL("dead")
+" UNION ALL " JQ_JOBS_FINISHED_PART_SQL("cancelled")
 "), r AS (SELECT " JQ_MAY_READ_SQL("$7") " AS may_read) "
 "SELECT l.id, l.queue_name, l.status, l.priority, "
 "  NULLIF(l.group_key, ''), l.attempt_count, l.max_attempts, "
@@ -121,7 +136,10 @@ JQ_JOBS_BY_IDS_PART_SQL("OPERATOR(pg_catalog.<) 'pending'",
 "  CASE WHEN r.may_read THEN l.result END, "
 "  CASE WHEN r.may_read THEN l.progress END, "
 "  CASE WHEN r.may_read THEN l.errors END "
-"FROM l CROSS JOIN r ORDER BY l.id DESC LIMIT $3";
+"FROM l CROSS JOIN r "
+"ORDER BY l.status OPERATOR(pg_catalog.>) 'running', "
+"  CASE WHEN l.status OPERATOR(pg_catalog.>) 'running' THEN l.finished_at END DESC, "
+"  l.id DESC LIMIT $3";
 
 /*
  * $1 the caller's role.  Every schedule, by name; the payload only for a
@@ -137,24 +155,27 @@ static void jq_copy_rows(Tuplestorestate *tupstore, TupleDesc tupdesc,
 						 const char *fn);
 
 /*
- * jq_jobs(queue_name, status, max_jobs, before_id, group_key, error_code)
- * returns setof (id, queue_name, status, priority, group_key, attempt,
- * max_attempts, created_at, available_at, started_at, finished_at,
- * lease_owner, lease_expires_at, last_error_code, last_error_message,
- * payload, result, progress, errors)
+ * jq_jobs(queue_name, status, max_jobs, before_id, group_key, error_code,
+ * before_finished_at) returns setof (id, queue_name, status, priority,
+ * group_key, attempt, max_attempts, created_at, available_at, started_at,
+ * finished_at, lease_owner, lease_expires_at, last_error_code,
+ * last_error_message, payload, result, progress, errors)
  *
- * Up to max_jobs jobs of a queue with id < before_id (NULL: from the
- * newest), newest first, optionally only those in one status, of one
- * group, or whose last error has one code.  The next page starts before
- * the last id of this one.
+ * Up to max_jobs jobs of a queue in the order of jobs_sql, after the job
+ * before_id (whose finished_at, if it was finished, is before_finished_at;
+ * NULL: from the start), optionally only those in one status, of one
+ * group, or whose last error has one code.  The next page starts after the
+ * last row of this one.
  */
 Datum
 jq_jobs(PG_FUNCTION_ARGS)
 {
 	char	   *queue_name = jq_arg_queue_name(fcinfo, 0);
-	Oid			jobs_argtypes[7] = {TEXTOID, TEXTOID, INT4OID, INT8OID, TEXTOID, TEXTOID, OIDOID};
-	Datum		values[7];
-	char		nulls[7] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL};
+	Oid			jobs_argtypes[8] = {TEXTOID, TEXTOID, INT4OID, INT8OID, TEXTOID, TEXTOID, OIDOID,
+	TIMESTAMPTZOID};
+	Datum		values[8];
+	char		nulls[8] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL,
+	JQ_ISNULL};
 	int32		max_jobs;
 	text	   *group_key;
 	TupleDesc	tupdesc;
@@ -198,11 +219,17 @@ jq_jobs(PG_FUNCTION_ARGS)
 		values[5] = PointerGetDatum(jq_arg_nonempty_text(fcinfo, 5, "error code",
 														 JQ_ERROR_CODE_MAXLEN));
 	values[6] = ObjectIdGetDatum(GetOuterUserId());
+	values[7] = (Datum) 0;
+	if (PG_NARGS() > 6 && !PG_ARGISNULL(6))
+	{
+		values[7] = PG_GETARG_DATUM(6);
+		nulls[7] = JQ_NOTNULL;
+	}
 
 	tupstore = jq_srf_init(fcinfo, &tupdesc);
 	jq_spi_connect();
 	(void) jq_require_queue(queue_name);
-	jq_execute_once("jobs list", jobs_sql, 7, jobs_argtypes, values, nulls,
+	jq_execute_once("jobs list", jobs_sql, 8, jobs_argtypes, values, nulls,
 					SPI_OK_SELECT);
 	jq_copy_rows(tupstore, tupdesc, "jq_jobs");
 	jq_spi_finish();

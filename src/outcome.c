@@ -387,26 +387,26 @@ jq_count_outcome(JqTransition t, const char *queue_name, const char *status,
  * and number.  status is the row's (not NULL).
  */
 static void
-jq_time_outcome(JqTransition t, uint64 i, const char *queue_name,
-				const char *status)
+jq_time_outcome(JqTransition t, uint64 i, const Datum *values,
+				const bool *nulls, const char *queue_name, const char *status)
 {
-	bool		isnull;
 	TimestampTz now;
-	Datum		d;
 
 	if (t != JQ_TR_COMPLETE && t != JQ_TR_FAIL_RETRYABLE &&
 		t != JQ_TR_FAIL_PERMANENT && t != JQ_TR_REAP && t != JQ_TR_RELEASE)
 		return;
-	d = jq_result_nullable(i, JQ_OUTCOME_NOW, &isnull);
-	if (isnull)
+	if (nulls[JQ_OUTCOME_NOW - 1])
 		return;
-	now = DatumGetTimestampTz(d);
-	d = jq_result_nullable(i, JQ_OUTCOME_STARTED, &isnull);
-	if (!isnull)
-		jq_count_latency(queue_name, JQ_LAT_RUN, now - DatumGetTimestampTz(d));
+	now = DatumGetTimestampTz(values[JQ_OUTCOME_NOW - 1]);
+	if (!nulls[JQ_OUTCOME_STARTED - 1])
+		jq_count_latency(queue_name, JQ_LAT_RUN,
+						 now - DatumGetTimestampTz(values[JQ_OUTCOME_STARTED - 1]));
 	if (t == JQ_TR_FAIL_RETRYABLE || t == JQ_TR_FAIL_PERMANENT ||
 		t == JQ_TR_REAP)
 	{
+		bool		isnull;
+		Datum		d;
+
 		/* the failed attempt, by error code and number (JQ_FAILED_OUTCOME_SQL) */
 		d = jq_result_nullable(i, JQ_OUTCOME_NCOLS + 2, &isnull);
 		if (!isnull)
@@ -416,10 +416,13 @@ jq_time_outcome(JqTransition t, uint64 i, const char *queue_name,
 	if (t == JQ_TR_RELEASE ||
 		(t != JQ_TR_COMPLETE && strcmp(status, "dead") != 0))
 		return;
-	d = jq_result_nullable(i, JQ_OUTCOME_CREATED, &isnull);
-	if (!isnull)
-		jq_count_latency(queue_name, JQ_LAT_TOTAL, now - DatumGetTimestampTz(d));
+	if (!nulls[JQ_OUTCOME_CREATED - 1])
+		jq_count_latency(queue_name, JQ_LAT_TOTAL,
+						 now - DatumGetTimestampTz(values[JQ_OUTCOME_CREATED - 1]));
 }
+
+/* Is column COL of the deformed row (values, nulls) true?  NULL is false. */
+#define JQ_ROW_TRUE(COL) (!nulls[(COL) - 1] && DatumGetBool(values[(COL) - 1]))
 
 /*
  * Note what a statement of transition t did, from its result in
@@ -455,7 +458,12 @@ jq_note_outcome(JqTransition t, uint64 nasked, List **woken,
 	int64	   *failed = NULL;
 	int			nsucceeded = 0;
 	int			nfailed = 0;
+	/* the current row, deformed once: one walk over it, not one per column */
+	TupleDesc	tupdesc = SPI_tuptable->tupdesc;
+	Datum	   *values = palloc(sizeof(Datum) * Max(tupdesc->natts, JQ_OUTCOME_NCOLS));
+	bool	   *nulls = palloc(sizeof(bool) * Max(tupdesc->natts, JQ_OUTCOME_NCOLS));
 
+	Assert(tupdesc->natts >= JQ_OUTCOME_NCOLS);
 	if (first_queue != NULL)
 		*first_queue = NULL;
 
@@ -463,11 +471,19 @@ jq_note_outcome(JqTransition t, uint64 nasked, List **woken,
 	{
 		bool		queue_null;
 		bool		status_null;
-		Datum		queue = jq_result_nullable(i, 1, &queue_null);
-		Datum		status = jq_result_nullable(i, 2, &status_null);
-		Oid			status_oid = status_null ? InvalidOid : DatumGetObjectId(status);
+		Datum		queue;
+		Datum		status;
+		Oid			status_oid;
 		bool		same;
 		bool		dependents;
+		bool		finished;
+
+		heap_deform_tuple(SPI_tuptable->vals[i], tupdesc, values, nulls);
+		queue = values[JQ_OUTCOME_QUEUE - 1];
+		queue_null = nulls[JQ_OUTCOME_QUEUE - 1];
+		status = values[JQ_OUTCOME_STATUS - 1];
+		status_null = nulls[JQ_OUTCOME_STATUS - 1];
+		status_oid = status_null ? InvalidOid : DatumGetObjectId(status);
 
 		if (!status_null)
 			moved++;
@@ -503,9 +519,10 @@ jq_note_outcome(JqTransition t, uint64 nasked, List **woken,
 		}
 		run_n++;
 		if (counting && !status_null)
-			jq_time_outcome(t, i, run_queue, run_status);
+			jq_time_outcome(t, i, values, nulls, run_queue, run_status);
 
-		dependents = jq_result_bool(i, JQ_OUTCOME_DEPENDENTS);
+		dependents = JQ_ROW_TRUE(JQ_OUTCOME_DEPENDENTS);
+		finished = JQ_ROW_TRUE(JQ_OUTCOME_FINISHED);
 		if (!dependents && jq_pending_dependencies != NULL && !status_null &&
 			jq_status_finished(jq_result_name(i, JQ_OUTCOME_STATUS)))
 		{
@@ -514,16 +531,16 @@ jq_note_outcome(JqTransition t, uint64 nasked, List **woken,
 			 * by it before its commit sets has_dependents: its dependents
 			 * (rows this transaction wrote) are resolved now.
 			 */
-			dependents = jq_dependency_pending(DatumGetInt64(jq_result(i, JQ_OUTCOME_ID)));
+			dependents = jq_dependency_pending(DatumGetInt64(values[JQ_OUTCOME_ID - 1]));
 		}
-		if (jq_result_bool(i, JQ_OUTCOME_FINISHED) ||
+		if (finished ||
 			(dependents &&
 			 t != JQ_TR_DEPENDENCIES_MET && t != JQ_TR_DEPENDENCY_FAILED))
 		{
-			int64		id = DatumGetInt64(jq_result(i, JQ_OUTCOME_ID));
+			int64		id = DatumGetInt64(values[JQ_OUTCOME_ID - 1]);
 			char	   *status = jq_result_name(i, JQ_OUTCOME_STATUS);
 
-			if (jq_result_bool(i, JQ_OUTCOME_FINISHED))
+			if (finished)
 				jq_wakeup_finished(id, status);
 			/* the dependency transitions resolve their own levels */
 			if (dependents &&
@@ -541,7 +558,7 @@ jq_note_outcome(JqTransition t, uint64 nasked, List **woken,
 			}
 		}
 
-		if (jq_result_bool(i, JQ_OUTCOME_WAKE) && run_queue != NULL)
+		if (JQ_ROW_TRUE(JQ_OUTCOME_WAKE) && run_queue != NULL)
 		{
 			if (woken == NULL)
 				jq_wakeup_queue(run_queue);
@@ -572,6 +589,8 @@ jq_note_outcome(JqTransition t, uint64 nasked, List **woken,
 		jq_count_outcome(t, run_queue, run_status, run_n);
 	if (counting && nasked > SPI_processed)
 		jq_count_outcome(t, NULL, NULL, (int64) (nasked - SPI_processed));
+	pfree(values);
+	pfree(nulls);
 	if (nsucceeded > 0 || nfailed > 0)
 		jq_dependencies_resolve(succeeded, nsucceeded, failed, nfailed,
 								woken, woken_cxt);

@@ -361,6 +361,14 @@
 	"RETURNING " JQ_OUTCOME_STARTED_SQL("$4", JQ_QUEUE_NOTIFY_SQL, "false", "o.started_at")
 
 /*
+ * The statuses the purge deletes, as a relation s(status): each is a range
+ * of jobs_finished_idx (queue, status, finished_at) read oldest first,
+ * where "status IN (...)" would read both and sort them.
+ */
+#define JQ_PURGED_STATUSES_SQL \
+	"(VALUES ('succeeded'::jobqueue.job_status), ('cancelled'::jobqueue.job_status)) s(status)"
+
+/*
  * No job waits for job j (it may be purged): no row of job_dependencies
  * names it, D being that table's alias.  has_dependents is false unless a
  * job was ever enqueued to wait for j (it is set under j's row lock before
@@ -1283,13 +1291,15 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * dependency rows go with it.
 	 */
 	[JQ_PLAN_PURGE] = {
-		"WITH c AS (SELECT j.id FROM jobqueue.jobs j, jobqueue.queues q "
-		"           WHERE q.queue_name = $1 AND j.queue_name = $1 "
-		"             AND j.status IN ('succeeded', 'cancelled') "
-		"             AND j.finished_at < $4 - COALESCE($2, q.retention) "
-		"             AND " JQ_NO_DEPENDENTS_SQL("d") " "
-		"           ORDER BY j.finished_at LIMIT $3 "
-		"           FOR UPDATE OF j SKIP LOCKED), "
+		"WITH c AS (SELECT p.id FROM jobqueue.queues q CROSS JOIN " JQ_PURGED_STATUSES_SQL " "
+		"           CROSS JOIN LATERAL ("
+		"             SELECT j.id FROM jobqueue.jobs j "
+		"             WHERE j.queue_name = $1 AND j.status = s.status "
+		"               AND j.finished_at < $4 - COALESCE($2, q.retention) "
+		"               AND " JQ_NO_DEPENDENTS_SQL("d") " "
+		"             ORDER BY j.finished_at LIMIT $3 "
+		"             FOR UPDATE OF j SKIP LOCKED) p "
+		"           WHERE q.queue_name = $1 LIMIT $3), "
 		"e AS (DELETE FROM jobqueue.job_dependencies d "
 		"      WHERE d.job_id = ANY (ARRAY(SELECT c.id FROM c))) "
 		"DELETE FROM jobqueue.jobs j WHERE j.id = ANY (ARRAY(SELECT c.id FROM c))",
@@ -1359,14 +1369,15 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * JQ_PLAN_PURGE_DUE: $1 max jobs, $2 now.  One batch of finished jobs
 	 * past their queue's retention, across queues (the worker's purge: one
 	 * transaction for many queues, not one per queue), oldest first within
-	 * each queue: an index probe of jobs_finished_idx per queue.  Returns
+	 * each queue and status: an index probe of jobs_finished_idx per queue and
+ * status.  Returns
 	 * how many jobs of each queue were deleted, for the counters.
 	 */
 	[JQ_PLAN_PURGE_DUE] = {
-		"WITH c AS (SELECT p.id FROM jobqueue.queues q CROSS JOIN LATERAL ("
+		"WITH c AS (SELECT p.id FROM jobqueue.queues q CROSS JOIN " JQ_PURGED_STATUSES_SQL " "
+		"           CROSS JOIN LATERAL ("
 		"             SELECT j.id FROM jobqueue.jobs j "
-		"             WHERE j.queue_name = q.queue_name "
-		"               AND j.status IN ('succeeded', 'cancelled') "
+		"             WHERE j.queue_name = q.queue_name AND j.status = s.status "
 		"               AND j.finished_at < $2 - q.retention "
 		"               AND " JQ_NO_DEPENDENTS_SQL("dd") " "
 		"             ORDER BY j.finished_at LIMIT $1 "

@@ -219,8 +219,8 @@ func (c *Client) RetryDead(ctx context.Context, queue, errorCode string, maxJobs
 	return n, err
 }
 
-// DeadJobs returns up to limit (0: 100) dead jobs of the queue, newest
-// first (jq_jobs), with their error histories.  It needs the admin or
+// DeadJobs returns up to limit (0: 100) dead jobs of the queue, most
+// recently dead first (jq_jobs), with their error histories.  It needs the admin or
 // monitor set (jq_grant_admin, jq_grant_monitor), no rights on the
 // tables; for a monitor the result, progress and error history are empty
 // (jq_jobs shows them only to roles that may read jobs' data).
@@ -230,7 +230,7 @@ func (c *Client) DeadJobs(ctx context.Context, queue string, limit int) ([]JobIn
 	}
 	rows, err := c.db(nil).Query(ctx, "SELECT id, queue_name, status::text, attempt, max_attempts, priority, "+
 		"result::text, progress::text, last_error_code, errors::text, created_at, available_at, started_at, "+
-		"finished_at, '{}'::bigint[] FROM jobqueue.jq_jobs($1, status => 'dead', max_jobs => $2::int) ORDER BY id DESC",
+		"finished_at, '{}'::bigint[] FROM jobqueue.jq_jobs($1, status => 'dead', max_jobs => $2::int)",
 		queue, limit)
 	if err != nil {
 		return nil, err

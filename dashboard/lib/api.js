@@ -87,15 +87,19 @@ async function pauseQueue(session, { params, hub, stats }, resume) {
   return { queue: name, paused: !resume };
 }
 
-// The jobs of a queue, newest first, with keyset paging (before_id).
+// The jobs of a queue in the order of jq_jobs (unfinished newest first, then
+// finished most recently finished first), with keyset paging: the next page
+// starts after the last row, given by before_id and, when that row was
+// finished, before_finished_at.
 async function listJobs(session, { query }) {
-  v.only(query, ['queue', 'status', 'group', 'error_code', 'before_id', 'limit', 'since']);
+  v.only(query, ['queue', 'status', 'group', 'error_code', 'before_id', 'before_finished_at', 'limit', 'since']);
   const f = {
     queue: v.optional(query.queue, v.queueName),
     status: v.optional(query.status, v.status),
     group: v.optional(query.group, v.text, 'group', 256),
     error_code: v.optional(query.error_code, v.text, 'error_code', 128),
     before_id: v.optional(query.before_id, v.jobId, 'before_id'),
+    before_finished_at: v.optional(query.before_finished_at, v.exactTimestamp, 'before_finished_at'),
     limit: query.limit === undefined ? 50 : v.int(query.limit, 'limit', 1, 500),
     since: v.optional(query.since, v.timestamp, 'since'),
   };
@@ -103,17 +107,28 @@ async function listJobs(session, { query }) {
   const rows = await fetchJobs(session, f, f.limit + 1);
   let jobs = rows.slice(0, f.limit);
   let more = rows.length > f.limit;
+  const last = jobs.length ? jobs[jobs.length - 1] : null;
   if (f.since) {
-    // Ids grow with time: once a job is older than `since`, so is every later page.
-    const kept = jobs.filter((j) => !j.created_at || new Date(j.created_at) >= f.since);
-    if (kept.length < jobs.length) more = false;
-    jobs = kept;
+    // Created since: a finished job that finished before `since` was created
+    // before it, and so was every finished job after it.
+    jobs = jobs.filter((j) => !j.created_at || new Date(j.created_at) >= f.since);
+    if (last && last.cursor_finished_at && new Date(last.finished_at) < f.since) more = false;
   }
+  for (const j of rows) delete j.finished_at_text;
   return {
     jobs,
-    next_before_id: more && jobs.length ? jobs[jobs.length - 1].id : null,
+    next_before_id: more && last ? last.id : null,
+    next_before_finished_at: more && last ? last.cursor_finished_at ?? null : null,
     source: session.privileges.jobs ? 'jq_jobs' : 'jobs table',
   };
+}
+
+// A row of jq_jobs with the finished_at its cursor takes (NULL when it is
+// unfinished: jq_jobs lists the unfinished jobs first, by id).
+function withCursor(j) {
+  const finished = ['succeeded', 'dead', 'cancelled'].includes(j.status);
+  Object.defineProperty(j, 'cursor_finished_at', { value: finished ? j.finished_at_text : null, enumerable: false });
+  return j;
 }
 
 // jq_jobs where the installation has it (1.4), with the filters it takes;
@@ -130,14 +145,17 @@ async function fetchJobs(session, f, limit) {
     };
     if (f.status) add('status', f.status, '::jobqueue.job_status');
     if (f.before_id) add('before_id', f.before_id, '::bigint');
+    if (f.before_finished_at && has.has('before_finished_at')) add('before_finished_at', f.before_finished_at, '::timestamptz');
     const post = [];
     if (f.group) { if (has.has('group_key')) add('group_key', f.group, '::text'); else post.push((j) => j.group_key === f.group); }
     if (f.error_code) {
       if (has.has('error_code')) add('error_code', f.error_code, '::text');
       else post.push((j) => j.last_error_code === f.error_code);
     }
-    const r = await session.query(`SELECT j.* FROM jobqueue.jq_jobs(${args.join(', ')}) j`, values);
-    return r.rows.filter((j) => post.every((ok) => ok(j)));
+    // finished_at also as text: the cursor needs its microseconds
+    const r = await session.query(`SELECT j.*, j.finished_at::text AS finished_at_text
+      FROM jobqueue.jq_jobs(${args.join(', ')}) j`, values);
+    return r.rows.filter((j) => post.every((ok) => ok(j))).map(withCursor);
   }
   if (p.jobs_table) {
     const where = ['j.queue_name OPERATOR(pg_catalog.=) $1'];
@@ -179,18 +197,23 @@ async function getJob(session, { params, query }) {
       FROM jobqueue.jobs j WHERE j.id OPERATOR(pg_catalog.=) $1::bigint`, [id]);
     job = r.rows[0] || null;
   } else if (p.job) {
-    const r = await session.query('SELECT j.* FROM jobqueue.jq_job($1::bigint) j', [id]);
+    const r = await session.query('SELECT j.*, j.finished_at::text AS finished_at_text FROM jobqueue.jq_job($1::bigint) j', [id]);
     job = r.rows[0] || null;
   }
   const queue = (job && job.queue_name) || v.optional(query.queue, v.queueName);
   if (p.jobs && queue && !p.jobs_table) {
     // The listing's row: payload (where the role may read it), lease, group.
+    // The row just after the cursor (id + 1, and the job's finish when it
+    // finished: jq_jobs lists finished jobs by their finish).
+    const finishedAt = job && ['succeeded', 'dead', 'cancelled'].includes(job.status) ? job.finished_at_text : null;
     const r = await session.query(
-      'SELECT j.* FROM jobqueue.jq_jobs(queue_name => $1, max_jobs => 1, before_id => $2::bigint + 1) j',
-      [queue, id]);
+      'SELECT j.* FROM jobqueue.jq_jobs(queue_name => $1, max_jobs => 1, before_id => $2::bigint + 1' +
+        (finishedAt ? ', before_finished_at => $3::timestamptz' : '') + ') j',
+      finishedAt ? [queue, id, finishedAt] : [queue, id]);
     const row = r.rows[0];
     if (row && String(row.id) === id) job = { ...row, ...(job || {}) };
   }
+  if (job) delete job.finished_at_text;
   if (!job) {
     if (!p.read_job) {
       throw new HttpError(403, `permission denied: role "${session.user}" may not read jobs ` +
@@ -249,8 +272,8 @@ async function retryDead(session, { params, body, hub, stats }) {
 }
 
 // Dead letters of a queue grouped by last_error_code: count, first and
-// last seen, a sample.  Read through the dead jobs only (jobs_dead_idx, or
-// jq_jobs pages of dead jobs), up to DEAD_SCAN of them.
+// last seen, a sample.  Read through the dead jobs only (their range of
+// jobs_finished_idx, or jq_jobs pages of dead jobs), up to DEAD_SCAN of them.
 const DEAD_SCAN = 5000;
 
 async function deadLetters(session, { query }) {
@@ -279,9 +302,10 @@ async function deadLetters(session, { query }) {
   if (p.jobs) {
     const by = new Map();
     let before = null;
+    let beforeFinishedAt = null;
     let scanned = 0;
     for (;;) {
-      const rows = await fetchJobs(session, { queue, status: 'dead', before_id: before }, 1000);
+      const rows = await fetchJobs(session, { queue, status: 'dead', before_id: before, before_finished_at: beforeFinishedAt }, 1000);
       for (const j of rows) {
         const code = j.last_error_code == null ? null : j.last_error_code;
         let g = by.get(code);
@@ -294,6 +318,7 @@ async function deadLetters(session, { query }) {
       scanned += rows.length;
       if (rows.length < 1000 || scanned >= DEAD_SCAN) break;
       before = String(rows[rows.length - 1].id);
+      beforeFinishedAt = rows[rows.length - 1].cursor_finished_at;
     }
     const groups = [...by.values()].sort((a, b) => b.count - a.count);
     return { queue, groups, truncated: scanned >= DEAD_SCAN, scanned };

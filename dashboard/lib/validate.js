@@ -54,6 +54,16 @@ function timestamp(v, name) {
   return d;
 }
 
+// A timestamp kept as PostgreSQL wrote it (microseconds, which a Date would
+// lose), for a keyset cursor.
+function exactTimestamp(v, name) {
+  timestamp(v, name);
+  if (!/^[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?(Z|[+-][0-9]{2}(:?[0-9]{2})?)$/.test(v)) {
+    throw bad(`${name} must be a date and time with its offset`);
+  }
+  return v;
+}
+
 // Only the parameters listed may be given.
 function only(params, allowed) {
   for (const k of Object.keys(params)) {
@@ -61,4 +71,4 @@ function only(params, allowed) {
   }
 }
 
-module.exports = { queueName, jobId, status, text, int, timestamp, optional, only, STATUSES };
+module.exports = { queueName, jobId, status, text, int, timestamp, exactTimestamp, optional, only, STATUSES };

@@ -347,7 +347,8 @@
     try { queues = (await api('GET', '/api/queues')).queues.map((q) => q.queue_name); } catch { /* the list still works */ }
     const queue = p.get('queue') || queues[0] || '';
     const f = { queue, status: p.get('status'), group: p.get('group'), error_code: p.get('error_code'),
-      since: p.get('since'), before_id: p.get('before_id'), limit: p.get('limit') };
+      since: p.get('since'), before_id: p.get('before_id'), before_finished_at: p.get('before_finished_at'),
+      limit: p.get('limit') };
     ctx.watch(queue ? [queue] : null);
     const form = h('form', { class: 'filters', id: 'filters' },
       h('label', {}, 'queue', h('select', { name: 'queue' }, queues.map((n) => h('option', { value: n, selected: n === queue }, n)))),
@@ -379,13 +380,14 @@
       h('td', {}, since(j.created_at), ' ago'),
       h('td', { class: 'hide-narrow' }, j.payload == null ? h('span', { class: 'muted' }, 'hidden') : JSON.stringify(j.payload).slice(0, 80))));
     const next = data.next_before_id
-      ? link(`#/jobs${qs({ ...f, before_id: data.next_before_id })}`, 'Older →', { class: 'button', id: 'older' }) : null;
+      ? link(`#/jobs${qs({ ...f, before_id: data.next_before_id, before_finished_at: data.next_before_finished_at })}`,
+        'Older →', { class: 'button', id: 'older' }) : null;
     return h('section', { id: 'page-jobs' }, h('h1', {}, `Jobs of ${queue}`), form,
       data.jobs.length ? table([{ text: 'id', cls: 'num' }, 'status', { text: 'attempt', cls: 'num' },
         { text: 'group', cls: 'hide-narrow' }, 'created', { text: 'payload', cls: 'hide-narrow' }], rows, { id: 'jobs' })
         : h('p', { class: 'muted' }, 'No jobs match.'),
-      h('div', { class: 'actions' }, f.before_id ? link(`#/jobs${qs({ ...f, before_id: null })}`, '← Newest', { class: 'button' }) : null, next),
-      h('p', { class: 'muted' }, `Newest first, from ${data.source}. The address of this page can be shared.`));
+      h('div', { class: 'actions' }, f.before_id ? link(`#/jobs${qs({ ...f, before_id: null, before_finished_at: null })}`, '← First', { class: 'button' }) : null, next),
+      h('p', { class: 'muted' }, `Unfinished jobs newest first, then finished ones most recently finished first, from ${data.source}. The address of this page can be shared.`));
   }
 
   async function jobPage(ctx) {

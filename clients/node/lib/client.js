@@ -101,6 +101,9 @@ function policyArgs(queue, policy, alter) {
 const num = (v) => (v === null || v === undefined ? null : Number(v));
 
 /** A row of jq_job or jq_jobs in camelCase (ids as numbers). */
+// The exact finished_at (text) of the rows jobs() returned, for nextPage().
+const exactFinish = new WeakMap();
+
 function jobRow(r) {
   const job = {
     id: Number(r.id),
@@ -383,25 +386,41 @@ class Client {
   }
 
   /**
-   * jq_jobs: the queue's jobs, newest first, `limit` (100) at a time; the
-   * next page is { beforeId: the last id of this one }.  status, groupKey,
-   * errorCode: only those.  Payloads, results and errors only for roles
-   * that may read them.
+   * jq_jobs: the queue's jobs, `limit` (100) at a time: the unfinished ones
+   * newest first, then the finished ones most recently finished first.  The
+   * next page is { beforeId, beforeFinishedAt } of the last row of this one
+   * (nextPage(rows) builds it).  status, groupKey, errorCode: only those.
+   * Payloads, results and errors only for roles that may read them.
    */
   async jobs(queue, options = {}) {
-    checkOptions(options, ['status', 'limit', 'beforeId', 'groupKey', 'errorCode', 'client'], 'jobs');
+    checkOptions(options, ['status', 'limit', 'beforeId', 'beforeFinishedAt', 'groupKey', 'errorCode', 'client'], 'jobs');
     const res = await this._db(options).query(
-      'SELECT * FROM jobqueue.jq_jobs($1, status => $2::jobqueue.job_status, max_jobs => $3, before_id => $4, ' +
-        'group_key => $5, error_code => $6)',
-      [queue, options.status ?? null, options.limit ?? 100, options.beforeId ?? null, options.groupKey ?? null, options.errorCode ?? null],
+      // finished_at also as text: a Date keeps milliseconds, the cursor needs microseconds
+      'SELECT j.*, j.finished_at::text AS finished_at_text FROM jobqueue.jq_jobs($1, ' +
+        'status => $2::jobqueue.job_status, max_jobs => $3, before_id => $4, ' +
+        'group_key => $5, error_code => $6, before_finished_at => $7::timestamptz) j',
+      [queue, options.status ?? null, options.limit ?? 100, options.beforeId ?? null, options.groupKey ?? null,
+        options.errorCode ?? null, options.beforeFinishedAt ?? null],
     );
-    return res.rows.map(jobRow);
+    return res.rows.map((r) => {
+      const job = jobRow(r);
+      exactFinish.set(job, r.finished_at_text);
+      return job;
+    });
   }
 
-  /** The queue's dead jobs, newest first: jobs(queue, { status: 'dead', limit, beforeId }). */
+  /** The queue's dead jobs, most recently dead first: jobs(queue, { status: 'dead', ... }). */
   async deadJobs(queue, options = {}) {
-    checkOptions(options, ['limit', 'beforeId', 'errorCode', 'client'], 'deadJobs');
+    checkOptions(options, ['limit', 'beforeId', 'beforeFinishedAt', 'errorCode', 'client'], 'deadJobs');
     return this.jobs(queue, { ...options, status: 'dead' });
+  }
+
+  /** The options of the page after rows (a page of jobs()), or null after the last page. */
+  static nextPage(rows) {
+    if (rows.length === 0) return null;
+    const last = rows[rows.length - 1];
+    const finished = ['succeeded', 'dead', 'cancelled'].includes(last.status);
+    return { beforeId: last.id, beforeFinishedAt: finished ? exactFinish.get(last) ?? last.finishedAt ?? null : null };
   }
 
   // -- groups ---------------------------------------------------------------

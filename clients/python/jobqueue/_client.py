@@ -31,8 +31,7 @@ _JOB_COLUMNS = ("id, queue_name, status::text, attempt, max_attempts, priority, 
 _JOB = f"SELECT {_JOB_COLUMNS} FROM jobqueue.jq_job(%s)"
 _DEAD_JOBS = ("SELECT id, queue_name, status::text, attempt, max_attempts, priority, result, progress, "
               "last_error_code, errors, created_at, available_at, started_at, finished_at, "
-              "'{}'::bigint[] FROM jobqueue.jq_jobs(%s, status => 'dead', max_jobs => %s) "
-              "ORDER BY id DESC")
+              "'{}'::bigint[] FROM jobqueue.jq_jobs(%s, status => 'dead', max_jobs => %s)")
 _SCHEDULES = ("SELECT schedule_name, queue_name, cron, timezone, enabled, catch_up, priority, "
               "next_run_at, last_run_at, last_job_id, created_at, payload "
               "FROM jobqueue.jq_schedules()")
@@ -303,7 +302,7 @@ class Client:
                          (queue, error_code, max_jobs))
 
     def dead_jobs(self, queue, limit=100, *, conn=None):
-        """The queue's dead jobs (jq_jobs), newest first, at most limit,
+        """The queue's dead jobs (jq_jobs), most recently dead first, at most limit,
         as JobInfo with their error histories.  For the admin and monitor
         rights (no rights on the tables); a monitor gets no result,
         progress or error history."""

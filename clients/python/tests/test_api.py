@@ -116,6 +116,9 @@ def test_dead_jobs_retry_dead_pause_resume(dsn, db, make_queue):
         w.stop()
         t.join(30)
     dead = c.dead_jobs(q)
+    # most recently dead first
+    assert [j.finished_at for j in dead] == sorted((j.finished_at for j in dead), reverse=True)
+    dead.sort(key=lambda j: j.id, reverse=True)
     assert [j.id for j in dead] == sorted(ids[:3], reverse=True)
     assert [j.last_error_code for j in dead] == ["BAD", "BAD", "WORSE"]
     assert dead[0].errors[-1]["code"] == "BAD"
