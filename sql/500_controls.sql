@@ -163,6 +163,13 @@ SELECT :d4 <> :d3 AS new_job;
 SELECT jobqueue.jq_release(:d3, (SELECT lease_token FROM jobqueue.jobs WHERE id = :d3));
 SELECT jobqueue.jq_enqueue('q_deb', '{"v": 8}', debounce_key => 'user:3') = :d4 AS replaces_unclaimed;
 SELECT status, payload FROM jobqueue.jobs WHERE debounce_key = 'user:3' ORDER BY id;
+-- a job that left pending another way (cancelled) gives its key up at the
+-- next call of the key, which then starts a new job
+SELECT jobqueue.jq_enqueue('q_deb', '{"v": 9}', debounce_key => 'user:4') AS d5 \gset
+SELECT jobqueue.jq_cancel(:d5);
+SELECT jobqueue.jq_enqueue('q_deb', '{"v": 10}', debounce_key => 'user:4') <> :d5 AS new_job;
+SELECT id = :d5 AS cancelled_one, status, debounce_key
+FROM jobqueue.jobs WHERE queue_name = 'q_deb' AND payload ->> 'v' IN ('9', '10') ORDER BY id;
 -- counted: enqueued once per new job, debounced once per replacement
 SELECT enqueued, debounced FROM jobqueue.jq_counters() WHERE queue_name = 'q_deb';
 

@@ -877,14 +877,17 @@ ALTER TABLE jobqueue.jobs
 	ADD COLUMN cost jobqueue.job_cost;
 
 /*
- * One pending, never claimed job per (queue, debounce key): the arbiter of
- * the debounced INSERT ... ON CONFLICT DO UPDATE.  A claim moves the job
- * out of the index for good (its lease_token never returns to 0), so the
- * next call starts a new job, and a claimed job that comes back to pending
- * (a retry, a release) never conflicts with it.
+ * One never claimed job per (queue, debounce key): the arbiter of the
+ * debounced INSERT ... ON CONFLICT DO UPDATE.  A claim moves the job out
+ * of the index for good (its lease_token never returns to 0), so the next
+ * call starts a new job, and a claimed job that comes back to pending (a
+ * retry, a release) never conflicts with it.  A job cancelled or expired
+ * before any claim gives its key up at the next call of the key.  The
+ * predicate has no test of the status on purpose: every statement that
+ * writes a job prepares it.
  */
 CREATE UNIQUE INDEX jobs_debounce_key_idx ON jobqueue.jobs (queue_name, debounce_key)
-	WHERE debounce_key IS NOT NULL AND status = 'pending' AND lease_token = 0;
+	WHERE debounce_key IS NOT NULL AND lease_token = 0;
 
 /*
  * Pending jobs with a deadline, by deadline: the worker's expiry finds the

@@ -205,7 +205,23 @@ jq_enqueue_controlled(const char *queue_name, const JqEnqueueControls *c,
 		jq_execute(JQ_PLAN_ENQUEUE_DEBOUNCED, cvalues, cnulls,
 				   SPI_OK_INSERT_RETURNING);
 		if (SPI_processed == 0)
-			jq_raise_unknown_queue(queue_name);
+		{
+			Datum		rvalues[2];
+
+			/* a cancelled or expired job held the key: it gives it up, then again */
+			rvalues[0] = values[0];
+			rvalues[1] = PointerGetDatum(c->debounce_key);
+			jq_execute(JQ_PLAN_DEBOUNCE_RELEASE, rvalues, NULL, SPI_OK_UPDATE);
+			if (SPI_processed == 0)
+				jq_raise_unknown_queue(queue_name);
+			jq_execute(JQ_PLAN_ENQUEUE_DEBOUNCED, cvalues, cnulls,
+					   SPI_OK_INSERT_RETURNING);
+			if (SPI_processed == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+						 errmsg("could not enqueue job: its debounce key was taken concurrently"),
+						 errhint("Retry the transaction.")));
+		}
 		job_id = DatumGetInt64(jq_result(0, JQ_OUTCOME_ID));
 		if (jq_result_bool(0, JQ_OUTCOME_NCOLS + 2))
 			(void) jq_note_outcome(JQ_TR_ENQUEUE, 0, NULL, NULL, NULL);

@@ -2411,9 +2411,11 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * of the key (jobs_debounce_key_idx): its payload, priority, group,
 	 * max_attempts, deadline, cost and trace context become the new ones,
 	 * and its available_at moves to $4, but never past the bound set by the
-	 * first call that gave one.  No row back means no such queue.  Outcome,
-	 * the id, and whether the job was inserted (a row that the statement
-	 * inserted has no xmax; a replaced one has the statement's own).
+	 * first call that gave one.  No row back means no such queue, or a
+	 * never claimed job that is no longer pending holds the key
+	 * (JQ_PLAN_DEBOUNCE_RELEASE).  Outcome, the id, and whether the job was
+	 * inserted (a row that the statement inserted has no xmax; a replaced
+	 * one has the statement's own).
 	 */
 	[JQ_PLAN_ENQUEUE_DEBOUNCED] = {
 		"INSERT INTO jobqueue.jobs AS j "
@@ -2423,7 +2425,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"       COALESCE($8, " JQ_NO_GROUP_SQL "), $6, $11, $9, $10 "
 		"FROM jobqueue.queues q WHERE q.queue_name = $1 "
 		"ON CONFLICT (queue_name, debounce_key) "
-		"  WHERE debounce_key IS NOT NULL AND status = 'pending' AND lease_token = 0 "
+		"  WHERE debounce_key IS NOT NULL AND lease_token = 0 "
 		"DO UPDATE SET payload = EXCLUDED.payload, priority = EXCLUDED.priority, "
 		"  group_key = EXCLUDED.group_key, max_attempts = EXCLUDED.max_attempts, "
 		"  debounce_until = COALESCE(j.debounce_until, EXCLUDED.debounce_until), "
@@ -2431,6 +2433,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"                       COALESCE(j.debounce_until, EXCLUDED.available_at)), "
 		"  start_by = EXCLUDED.start_by, cost = EXCLUDED.cost, "
 		"  traceparent = EXCLUDED.traceparent, tracestate = EXCLUDED.tracestate "
+		"WHERE j.status = 'pending' AND j.lease_token = 0 "
 		"RETURNING " JQ_OUTCOME_SQL("$7", "(SELECT q.notify FROM jobqueue.queues q "
 		"                                  WHERE q.queue_name = $1)", "false") ", "
 		"  j.id, j.xmax = '0'::xid",
@@ -2594,6 +2597,18 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"DELETE FROM jobqueue.admission a WHERE a.queue_name = $1",
 		1, {TEXTOID},
 		.name = "admit forget"
+	},
+	/*
+	 * JQ_PLAN_DEBOUNCE_RELEASE: $1 queue, $2 debounce key.  The never
+	 * claimed jobs that hold the key but are no longer pending (cancelled,
+	 * expired, changed by hand) give it up.
+	 */
+	[JQ_PLAN_DEBOUNCE_RELEASE] = {
+		"UPDATE jobqueue.jobs j SET debounce_key = CASE WHEN false THEN j.debounce_key END "
+		"WHERE j.queue_name = $1 AND j.debounce_key = $2 AND j.lease_token = 0 "
+		"  AND j.status <> 'pending'",
+		2, {TEXTOID, TEXTOID},
+		.name = "debounce release"
 	},
 	/*
 	 * JQ_PLAN_DEBOUNCE_PENDING: $1 queue, $2 debounce key.  The job a
