@@ -890,12 +890,16 @@ CREATE UNIQUE INDEX jobs_debounce_key_idx ON jobqueue.jobs (queue_name, debounce
 	WHERE debounce_key IS NOT NULL AND lease_token = 0;
 
 /*
- * Pending jobs with a deadline, by deadline: the worker's expiry finds the
- * jobs past start_by through it, and the claim of a 'deadline' queue reads
- * the earliest deadlines first.
+ * Jobs with a deadline, by queue, status and deadline: the worker's expiry
+ * finds the pending jobs past start_by through it, and the claim of a
+ * 'deadline' queue reads the earliest deadlines first, each from the range
+ * of pending jobs.  The status is a column rather than a test of the
+ * predicate on purpose: every statement that writes any job prepares the
+ * predicate, and one test is the cheapest; the jobs with a deadline pay
+ * with an entry for each of their row versions.
  */
-CREATE INDEX jobs_start_by_idx ON jobqueue.jobs (queue_name, start_by, id)
-	WHERE status = 'pending' AND start_by IS NOT NULL;
+CREATE INDEX jobs_start_by_idx ON jobqueue.jobs (queue_name, status, start_by, id)
+	WHERE start_by IS NOT NULL;
 
 /*
  * The controls' settings of a queue:
