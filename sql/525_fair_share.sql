@@ -100,5 +100,28 @@ SELECT test_helpers.fs_steps('fs_none', 1) AS served;
 SELECT usage, usage_epoch FROM jobqueue.groups WHERE queue_name = 'fs_none';
 SELECT group_key, usage, share FROM jobqueue.jq_group_stats('fs_none');
 
+------------------------------------------------------------------------
+-- Repair: a share_key that disagrees with its usage (written by hand) is
+-- set again by jq_recount_groups, as by the worker at each pass; a group
+-- without jobs keeps its row while it has usage left, and the row goes
+-- once its usage is spent
+------------------------------------------------------------------------
+SELECT jobqueue.jq_create_queue('fs_rep', fairness => 'fair_share');
+SELECT jobqueue.jq_enqueue('fs_rep', '{}', group_key => g) > 0 AS enqueued
+FROM unnest(ARRAY['a', 'b']) g;
+UPDATE jobqueue.groups SET usage = 10, usage_epoch = extract(epoch FROM now())
+WHERE queue_name = 'fs_rep';
+SELECT jobqueue.jq_recount_groups('fs_rep') AS corrected;
+UPDATE jobqueue.groups SET share_key = 1e6 WHERE queue_name = 'fs_rep' AND group_key = 'a';
+SELECT jobqueue.jq_recount_groups('fs_rep') AS corrected;
+SELECT count(DISTINCT share_key) AS keys FROM jobqueue.groups WHERE queue_name = 'fs_rep';
+SELECT jobqueue.jq_recount_groups('fs_rep') AS corrected;
+-- no jobs left; a's usage was charged a thousand half-lives ago, b's now
+DELETE FROM jobqueue.jobs WHERE queue_name = 'fs_rep';
+UPDATE jobqueue.groups SET usage_epoch = usage_epoch - 3600 * 1000
+WHERE queue_name = 'fs_rep' AND group_key = 'a';
+SELECT jobqueue.jq_recount_groups('fs_rep') >= 0 AS repaired;
+SELECT group_key FROM jobqueue.groups WHERE queue_name = 'fs_rep' ORDER BY 1;
+
 SELECT jobqueue.jq_drop_queue(q, true)
-FROM unnest(ARRAY['fs', 'fs_run', 'fs_w', 'fs_batch', 'fs_time', 'fs_none']) q;
+FROM unnest(ARRAY['fs', 'fs_run', 'fs_w', 'fs_batch', 'fs_time', 'fs_none', 'fs_rep']) q;

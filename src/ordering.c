@@ -594,7 +594,7 @@ jq_check_aged_priority(const char *queue_name, int32 priority)
 /*
  * Delete up to JQ_PRUNE_BATCH rows of jobqueue.groups of queue (text, or
  * NULL when nulls is JQ_ISNULL: every queue) whose groups have no running
- * and no pending job, so that the table, and every walk over it, follows
+ * and no pending job and no fair-share usage left, so that the table, and every walk over it, follows
  * the groups with work rather than every group a queue ever had.  Two
  * statements: the rows are locked first (skipping those held by a claim, a
  * completion or an open enqueue), then deleted only if a new snapshot,
@@ -604,8 +604,8 @@ jq_check_aged_priority(const char *queue_name, int32 priority)
 static void
 jq_groups_prune(Datum queue, char queue_null)
 {
-	Datum		values[2];
-	char		nulls[2] = {queue_null, JQ_NOTNULL};
+	Datum		values[3];
+	char		nulls[3] = {queue_null, JQ_NOTNULL, JQ_NOTNULL};
 	Datum	   *queues;
 	Datum	   *groups;
 	uint64		n;
@@ -613,6 +613,7 @@ jq_groups_prune(Datum queue, char queue_null)
 
 	values[0] = queue;
 	values[1] = Int32GetDatum(JQ_PRUNE_BATCH);
+	values[2] = Float8GetDatum(jq_epoch_seconds(GetCurrentTimestamp()));
 	jq_execute(JQ_PLAN_GROUPS_PRUNE_LOCK, values, nulls, SPI_OK_SELECT);
 	n = SPI_processed;
 	if (n == 0)
@@ -633,8 +634,9 @@ jq_groups_prune(Datum queue, char queue_null)
 
 /*
  * Correct the rows of jobqueue.groups of queue_name (NULL: of every queue)
- * that disagree with the jobs (JQ_PLAN_GROUPS_REPAIR); a group another
- * transaction is changing is left for a later call.  Then delete rows of
+ * that disagree with the jobs (JQ_PLAN_GROUPS_REPAIR) or whose fair-share
+ * key disagrees with their usage (JQ_PLAN_GROUPS_REKEY_STALE); a group
+ * another transaction is changing is left for a later call.  Then delete rows of
  * finished groups (jq_groups_prune).  Returns the number of groups
  * corrected.  Connected to SPI.  Called by jq_recount_groups, by
  * jq_alter_queue and by the worker's reap task, after its last batch.
@@ -656,6 +658,8 @@ jq_groups_repair(const char *queue_name)
 		values[0] = CStringGetTextDatum(queue_name);
 	jq_execute(JQ_PLAN_GROUPS_REPAIR, values, nulls, SPI_OK_SELECT);
 	corrected = DatumGetInt64(jq_result_nullable(0, 1, &isnull));
+	jq_execute(JQ_PLAN_GROUPS_REKEY_STALE, values, nulls, SPI_OK_UPDATE_RETURNING);
+	corrected += (int64) SPI_processed;
 	jq_groups_prune(values[0], nulls[0]);
 	return corrected;
 }

@@ -655,6 +655,22 @@
 	"           OPERATOR(pg_catalog.+) (" EPOCH ") OPERATOR(pg_catalog./) (" HL ") " \
 	"      ELSE '-Infinity'::float8 END)"
 
+/*
+ * Has the group of row G of jobqueue.groups (of queue Q, a row of
+ * jobqueue.queues, NULL when the queue is gone) no fair-share usage left
+ * at NOW (Unix epoch seconds): none, or less than a millisecond once
+ * decayed?  Until then the row of a group without jobs is kept, so that a
+ * tenant that pauses comes back with the usage it had.  Tested in the log
+ * domain (power() would underflow after a thousand half-lives).
+ */
+#define JQ_USAGE_SPENT_SQL(G, Q, NOW) \
+	"(CASE WHEN " G ".usage > 0 AND " Q ".queue_name IS NOT NULL " \
+	"      THEN pg_catalog.ln(" G ".usage) / pg_catalog.ln(2::float8) " \
+	"           + (" G ".usage_epoch - " NOW ") " \
+	"             / pg_catalog.date_part('epoch', " Q ".fair_share_half_life) " \
+	"           < pg_catalog.ln(0.001::float8) / pg_catalog.ln(2::float8) " \
+	"      ELSE true END)"
+
 /* A group's fair-share weight: its override, else 1 (G: its row) */
 #define JQ_GROUP_WEIGHT_SQL(G) \
 	"COALESCE((SELECT gl.weight FROM jobqueue.group_limits gl " \
@@ -2200,10 +2216,11 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		.name = "groups repair", .dist = JQ_DIST_NODE
 	},
 	/*
-	 * JQ_PLAN_GROUPS_PRUNE_LOCK: $1 queue (NULL: every queue), $2 max rows.
-	 * Rows of groups that have no running and no pending job (finished
-	 * groups: dead and waiting jobs need no row, a job that becomes
-	 * pending makes it again), locked FOR UPDATE SKIP LOCKED: a row that a
+	 * JQ_PLAN_GROUPS_PRUNE_LOCK: $1 queue (NULL: every queue), $2 max rows,
+	 * $3 now (Unix epoch seconds).  Rows of groups that have no running and
+	 * no pending job (finished groups: dead and waiting jobs need no row, a
+	 * job that becomes pending makes it again) and no fair-share usage left
+	 * (JQ_USAGE_SPENT_SQL), locked FOR UPDATE SKIP LOCKED: a row that a
 	 * claim, a completion or an enqueue's open transaction holds (FOR KEY
 	 * SHARE, JQ_PLAN_GROUP_CREATE) is left for a later pass.  The pending
 	 * jobs are read in this statement's snapshot, which may miss an
@@ -2211,12 +2228,14 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 */
 	[JQ_PLAN_GROUPS_PRUNE_LOCK] = {
 		"SELECT gr.queue_name, gr.group_key FROM jobqueue.groups gr "
+		"LEFT JOIN jobqueue.queues q ON q.queue_name = gr.queue_name "
 		"WHERE gr.running = 0 AND ($1::text IS NULL OR gr.queue_name = $1) "
+		"  AND " JQ_USAGE_SPENT_SQL("gr", "q", "$3") " "
 		"  AND NOT EXISTS (SELECT FROM jobqueue.jobs j "
 		"                  WHERE j.queue_name = gr.queue_name AND j.group_key = gr.group_key "
 		"                    AND j.status = 'pending') "
 		"LIMIT $2 FOR UPDATE OF gr SKIP LOCKED",
-		2, {TEXTOID, INT4OID},
+		3, {TEXTOID, INT4OID, FLOAT8OID},
 		.name = "groups prune lock"
 	},
 	/*
@@ -2227,6 +2246,30 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * this transaction and then makes the row again.  Deletes those that
 	 * still have no running and no pending job.
 	 */
+	/*
+	 * JQ_PLAN_GROUPS_REKEY_STALE: $1 queue (NULL: every queue).  The rows
+	 * whose share_key is not the one their usage, weight and half-life give
+	 * (JQ_SHARE_KEY_SQL; a key written by hand, a restore) are set to it,
+	 * as JQ_PLAN_GROUPS_REKEY does, skipping a row another transaction
+	 * holds (its next charge sets the key anyway).  The keys are compared
+	 * up to the rounding of the two ways of computing them.  Returns a row
+	 * per group corrected.
+	 */
+	[JQ_PLAN_GROUPS_REKEY_STALE] = {
+		"WITH l AS (SELECT g.queue_name, g.group_key, k.k FROM jobqueue.groups g "
+		"           JOIN jobqueue.queues q ON q.queue_name = g.queue_name "
+		"           CROSS JOIN LATERAL (SELECT "
+		JQ_SHARE_KEY_SQL("g.usage", "g.usage_epoch", JQ_GROUP_WEIGHT_SQL("g"),
+						 "pg_catalog.date_part('epoch', q.fair_share_half_life)") " AS k) k "
+		"           WHERE ($1::text IS NULL OR g.queue_name = $1) "
+		"             AND NOT (g.share_key = k.k OR pg_catalog.abs(g.share_key - k.k) "
+		"                      <= 1e-9 * GREATEST(1::float8, pg_catalog.abs(k.k))) "
+		"           ORDER BY g.queue_name, g.group_key FOR NO KEY UPDATE OF g SKIP LOCKED) "
+		"UPDATE jobqueue.groups gr SET share_key = l.k FROM l "
+		"WHERE gr.queue_name = l.queue_name AND gr.group_key = l.group_key RETURNING 1",
+		1, {TEXTOID},
+		.name = "groups rekey stale", .dist = JQ_DIST_NODE
+	},
 	[JQ_PLAN_GROUPS_PRUNE] = {
 		"DELETE FROM jobqueue.groups gr "
 		"USING ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS c(queue_name, group_key) "
