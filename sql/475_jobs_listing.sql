@@ -84,6 +84,11 @@ FROM jobqueue.jq_jobs('q_list', before_id => (SELECT max(id) FROM jobqueue.jobs 
 	before_finished_at => 'infinity') j;
 SELECT page, array_length(ids, 1) AS jobs FROM pg_temp.pages('q_list', 3, 'dead');
 SELECT page, array_length(ids, 1) AS jobs FROM pg_temp.pages('q_list', 4, 'pending');
+-- job_id: one job's row, of this queue only
+SELECT count(*) AS one, min(j.status::text) AS status
+FROM jobqueue.jq_jobs('q_list', job_id => (SELECT min(id) FROM jobqueue.jobs
+	WHERE queue_name = 'q_list' AND status = 'dead')) j;
+SELECT count(*) AS none FROM jobqueue.jq_jobs('q_list', job_id => -1);
 -- after the oldest job as an unfinished one: only the finished jobs
 SELECT count(*) = (SELECT count(*) FROM jobqueue.jobs WHERE queue_name = 'q_list' AND status > 'running')
 FROM jobqueue.jq_jobs('q_list', before_id => (SELECT min(id) FROM jobqueue.jobs));

@@ -98,7 +98,7 @@ CREATE INDEX jobs_finished_idx ON jobqueue.jobs (queue_name, status, finished_at
  * The jobs of a queue in pages: the unfinished ones newest first, then the
  * finished ones most recently finished first.  The next page is before_id
  * => the last id of this one, before_finished_at => its finished_at if it
- * was finished.  The payload, result, progress and
+ * was finished.  job_id: one job's row (for a role without jq_job).  The payload, result, progress and
  * error history (and the last error message) are NULL unless the caller
  * may read jobs' data anyway (the worker or admin rights, or SELECT on
  * jobs.payload); see listing.c.
@@ -110,7 +110,8 @@ CREATE FUNCTION jobqueue.jq_jobs(
 	before_id bigint DEFAULT NULL,
 	group_key text DEFAULT NULL,
 	error_code text DEFAULT NULL,
-	before_finished_at timestamptz DEFAULT NULL)
+	before_finished_at timestamptz DEFAULT NULL,
+	job_id bigint DEFAULT NULL)
 RETURNS TABLE(id bigint, queue_name text, status jobqueue.job_status,
 	priority int, group_key text, attempt int, max_attempts int,
 	created_at timestamptz, available_at timestamptz,
@@ -120,9 +121,9 @@ RETURNS TABLE(id bigint, queue_name text, status jobqueue.job_status,
 	payload jsonb, result jsonb, progress jsonb, errors jsonb)
 AS 'MODULE_PATHNAME', 'jq_jobs'
 LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp ROWS 100;
-COMMENT ON FUNCTION jobqueue.jq_jobs(text, jobqueue.job_status, int, bigint, text, text, timestamptz) IS
+COMMENT ON FUNCTION jobqueue.jq_jobs(text, jobqueue.job_status, int, bigint, text, text, timestamptz, bigint) IS
 	'a queue''s jobs, unfinished newest first, then finished most recently finished first, max_jobs at a time after the job before_id (finished at before_finished_at), optionally of one status, group or last error code; payloads, results and errors only for roles that may read them';
-REVOKE ALL ON FUNCTION jobqueue.jq_jobs(text, jobqueue.job_status, int, bigint, text, text, timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobqueue.jq_jobs(text, jobqueue.job_status, int, bigint, text, text, timestamptz, bigint) FROM PUBLIC;
 
 CREATE FUNCTION jobqueue.jq_schedules()
 RETURNS TABLE(schedule_name text, queue_name text, cron text, timezone text,
@@ -156,7 +157,7 @@ BEGIN
 		  AND a.privilege_type = 'EXECUTE' AND a.grantee <> 0 AND a.grantee <> p.proowner
 	LOOP
 		EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s, %s, %s TO %s',
-			'jobqueue.jq_jobs(text, jobqueue.job_status, integer, bigint, text, text, timestamp with time zone)',
+			'jobqueue.jq_jobs(text, jobqueue.job_status, integer, bigint, text, text, timestamp with time zone, bigint)',
 			'jobqueue.jq_schedules()', 'jobqueue.jq_version()', r.grantee);
 	END LOOP;
 END
@@ -1702,7 +1703,7 @@ BEGIN
 				'jobqueue.jq_job(bigint)',
 				'jobqueue.jq_job(text, bigint)',
 				'jobqueue.jq_queue_node(text)',
-				'jobqueue.jq_jobs(text, jobqueue.job_status, integer, bigint, text, text, timestamp with time zone)',
+				'jobqueue.jq_jobs(text, jobqueue.job_status, integer, bigint, text, text, timestamp with time zone, bigint)',
 				'jobqueue.jq_group_stats(text)',
 				'jobqueue.jq_set_group_limit(text, text, integer, double precision, integer, double precision)',
 				'jobqueue.jq_group_limits(text)',
@@ -1723,7 +1724,7 @@ BEGIN
 				'jobqueue.jq_worker_status()',
 				'jobqueue.jq_worker_tasks()',
 				'jobqueue.jq_version()',
-				'jobqueue.jq_jobs(text, jobqueue.job_status, integer, bigint, text, text, timestamp with time zone)',
+				'jobqueue.jq_jobs(text, jobqueue.job_status, integer, bigint, text, text, timestamp with time zone, bigint)',
 				'jobqueue.jq_group_stats(text)',
 				'jobqueue.jq_group_limits(text)',
 				'jobqueue.jq_cron_next(text, timestamp with time zone, text, integer)',

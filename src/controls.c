@@ -508,7 +508,8 @@ jq_expire_batch(const char *queue_name, int max_jobs, TimestampTz now)
  * (or the row is new), the unfinished jobs are counted: n more pending
  * jobs than the limit allows is an error, 53400, with the count; else the
  * bound becomes exact again.  With debounce_key, a call that would replace
- * a job of the key adds nothing and is admitted at the limit.  The lock is
+ * a job of the key adds nothing and is admitted at the limit, except into
+ * a group the job is not in yet (the replacement moves it there).  The lock is
  * held to the end of the transaction, so a concurrent producer waits and
  * then sees these jobs.  In REPEATABLE READ, a producer whose snapshot
  * predates another's admission fails with a serialization error (40001)
@@ -556,13 +557,15 @@ jq_admit(const char *queue_name, text *group_key, int32 limit, int64 n,
 	running = DatumGetInt64(jq_result(0, 2));
 	if (pending + n > limit && debounce_key != NULL)
 	{
-		Datum		dvalues[2];
+		Datum		dvalues[3];
+		char		dnulls[3] = {JQ_NOTNULL, JQ_NOTNULL, nulls[1]};
 
 		dvalues[0] = values[0];
 		dvalues[1] = PointerGetDatum(debounce_key);
-		jq_execute(JQ_PLAN_DEBOUNCE_PENDING, dvalues, NULL, SPI_OK_SELECT);
+		dvalues[2] = values[1];
+		jq_execute(JQ_PLAN_DEBOUNCE_PENDING, dvalues, dnulls, SPI_OK_SELECT);
 		if (SPI_processed > 0)
-			n = 0;				/* a replacement: no new job */
+			n = 0;				/* a replacement within the group: no new job */
 	}
 	if (pending + n > limit)
 	{

@@ -108,6 +108,20 @@ PG_FUNCTION_INFO_V1(jq_schedules);
 	JQ_JOBS_FILTERS_SQL("($2 IS NULL OR $2 OPERATOR(pg_catalog.=) '" STATUS "')") \
 	" ORDER BY j.finished_at DESC, j.id DESC LIMIT $3)"
 
+/* The columns of jq_jobs, from the rows l and the caller's rights r */
+#define JQ_JOBS_COLUMNS_SQL \
+	"SELECT l.id, l.queue_name, l.status, l.priority, " \
+	"  NULLIF(l.group_key, ''), l.attempt_count, l.max_attempts, " \
+	"  l.created_at, l.available_at, l.started_at, l.finished_at, " \
+	"  l.lease_owner, l.lease_expires_at, l.last_error_code, " \
+	"  CASE WHEN r.may_read THEN l.errors OPERATOR(pg_catalog.->) -1 " \
+	"    OPERATOR(pg_catalog.->>) 'message' END, " \
+	"  CASE WHEN r.may_read THEN l.payload END, " \
+	"  CASE WHEN r.may_read THEN l.result END, " \
+	"  CASE WHEN r.may_read THEN l.progress END, " \
+	"  CASE WHEN r.may_read THEN l.errors END " \
+	"FROM l CROSS JOIN r "
+
 /*
  * $1 queue, $2 status (text, NULL: any), $3 max jobs, $4 and $8 the cursor,
  * $5 group key, $6 last error code, $7 the caller's role.
@@ -126,20 +140,17 @@ JQ_JOBS_UNFINISHED_PART_SQL("OPERATOR(pg_catalog.<) 'pending'",
 " UNION ALL " JQ_JOBS_FINISHED_PART_SQL("dead")
 " UNION ALL " JQ_JOBS_FINISHED_PART_SQL("cancelled")
 "), r AS (SELECT " JQ_MAY_READ_SQL("$7") " AS may_read) "
-"SELECT l.id, l.queue_name, l.status, l.priority, "
-"  NULLIF(l.group_key, ''), l.attempt_count, l.max_attempts, "
-"  l.created_at, l.available_at, l.started_at, l.finished_at, "
-"  l.lease_owner, l.lease_expires_at, l.last_error_code, "
-"  CASE WHEN r.may_read THEN l.errors OPERATOR(pg_catalog.->) -1 "
-"    OPERATOR(pg_catalog.->>) 'message' END, "
-"  CASE WHEN r.may_read THEN l.payload END, "
-"  CASE WHEN r.may_read THEN l.result END, "
-"  CASE WHEN r.may_read THEN l.progress END, "
-"  CASE WHEN r.may_read THEN l.errors END "
-"FROM l CROSS JOIN r "
+JQ_JOBS_COLUMNS_SQL
 "ORDER BY l.status OPERATOR(pg_catalog.>) 'running', "
 "  CASE WHEN l.status OPERATOR(pg_catalog.>) 'running' THEN l.finished_at END DESC, "
 "  l.id DESC LIMIT $3";
+
+/* $1 queue, $2 job id, $3 the caller's role.  The row of one job. */
+static const char job_sql[] =
+"WITH l AS (SELECT j.* FROM jobqueue.jobs j "
+"           WHERE j.queue_name OPERATOR(pg_catalog.=) $1 AND j.id OPERATOR(pg_catalog.=) $2), "
+"r AS (SELECT " JQ_MAY_READ_SQL("$3") " AS may_read) "
+JQ_JOBS_COLUMNS_SQL;
 
 /*
  * $1 the caller's role.  Every schedule, by name; the payload only for a
@@ -156,7 +167,7 @@ static void jq_copy_rows(Tuplestorestate *tupstore, TupleDesc tupdesc,
 
 /*
  * jq_jobs(queue_name, status, max_jobs, before_id, group_key, error_code,
- * before_finished_at) returns setof (id, queue_name, status, priority,
+ * before_finished_at, job_id) returns setof (id, queue_name, status, priority,
  * group_key, attempt, max_attempts, created_at, available_at, started_at,
  * finished_at, lease_owner, lease_expires_at, last_error_code,
  * last_error_message, payload, result, progress, errors)
@@ -165,7 +176,8 @@ static void jq_copy_rows(Tuplestorestate *tupstore, TupleDesc tupdesc,
  * before_id (whose finished_at, if it was finished, is before_finished_at;
  * NULL: from the start), optionally only those in one status, of one
  * group, or whose last error has one code.  The next page starts after the
- * last row of this one.
+ * last row of this one.  With job_id, only that job's row (if it is one of
+ * the queue's; the other filters do not apply).
  */
 Datum
 jq_jobs(PG_FUNCTION_ARGS)
@@ -229,8 +241,21 @@ jq_jobs(PG_FUNCTION_ARGS)
 	tupstore = jq_srf_init(fcinfo, &tupdesc);
 	jq_spi_connect();
 	(void) jq_require_queue(queue_name);
-	jq_execute_once("jobs list", jobs_sql, 8, jobs_argtypes, values, nulls,
-					SPI_OK_SELECT);
+	if (PG_NARGS() > 7 && !PG_ARGISNULL(7))
+	{
+		/* job_id: that job's row only */
+		Oid			job_argtypes[3] = {TEXTOID, INT8OID, OIDOID};
+		Datum		job_values[3];
+
+		job_values[0] = values[0];
+		job_values[1] = PG_GETARG_DATUM(7);
+		job_values[2] = values[6];
+		jq_execute_once("job row", job_sql, 3, job_argtypes, job_values, NULL,
+						SPI_OK_SELECT);
+	}
+	else
+		jq_execute_once("jobs list", jobs_sql, 8, jobs_argtypes, values, nulls,
+						SPI_OK_SELECT);
 	jq_copy_rows(tupstore, tupdesc, "jq_jobs");
 	jq_spi_finish();
 

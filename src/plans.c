@@ -2654,15 +2654,18 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		.name = "debounce release"
 	},
 	/*
-	 * JQ_PLAN_DEBOUNCE_PENDING: $1 queue, $2 debounce key.  The job a
-	 * debounced enqueue would replace, if any.  Not read-only (as
+	 * JQ_PLAN_DEBOUNCE_PENDING: $1 queue, $2 debounce key, $3 group (NULL:
+	 * any).  The job a debounced enqueue would replace, if any, and if it
+	 * is in the group already (a replacement moves the job into the call's
+	 * group, which then gains a pending job).  Not read-only (as
 	 * JQ_PLAN_ADMIT_COUNT_QUEUE).
 	 */
 	[JQ_PLAN_DEBOUNCE_PENDING] = {
 		"SELECT j.id FROM jobqueue.jobs j "
 		"WHERE j.queue_name = $1 AND j.debounce_key = $2 "
-		"  AND j.status = 'pending' AND j.lease_token = 0",
-		2, {TEXTOID, TEXTOID},
+		"  AND j.status = 'pending' AND j.lease_token = 0 "
+		"  AND ($3::text IS NULL OR j.group_key = $3)",
+		3, {TEXTOID, TEXTOID, TEXTOID},
 		.name = "debounce pending"
 	},	/*
 	 * JQ_PLAN_LOCAL_QUEUES (Citus only): the queues whose shard of jobs has

@@ -203,13 +203,17 @@ async function getJob(session, { params, query }) {
   const queue = (job && job.queue_name) || v.optional(query.queue, v.queueName);
   if (p.jobs && queue && !p.jobs_table) {
     // The listing's row: payload (where the role may read it), lease, group.
-    // The row just after the cursor (id + 1, and the job's finish when it
-    // finished: jq_jobs lists finished jobs by their finish).
+    // The job's row: by job_id (1.4), else the row just after the cursor
+    // id + 1 (and the job's finish when it finished: jq_jobs lists finished
+    // jobs by their finish).
+    const has = new Set(session.features.jq_jobs_args);
     const finishedAt = job && ['succeeded', 'dead', 'cancelled'].includes(job.status) ? job.finished_at_text : null;
-    const r = await session.query(
-      'SELECT j.* FROM jobqueue.jq_jobs(queue_name => $1, max_jobs => 1, before_id => $2::bigint + 1' +
-        (finishedAt ? ', before_finished_at => $3::timestamptz' : '') + ') j',
-      finishedAt ? [queue, id, finishedAt] : [queue, id]);
+    const r = has.has('job_id')
+      ? await session.query('SELECT j.* FROM jobqueue.jq_jobs(queue_name => $1, job_id => $2::bigint) j', [queue, id])
+      : await session.query(
+        'SELECT j.* FROM jobqueue.jq_jobs(queue_name => $1, max_jobs => 1, before_id => $2::bigint + 1' +
+          (finishedAt ? ', before_finished_at => $3::timestamptz' : '') + ') j',
+        finishedAt ? [queue, id, finishedAt] : [queue, id]);
     const row = r.rows[0];
     if (row && String(row.id) === id) job = { ...row, ...(job || {}) };
   }

@@ -30,7 +30,7 @@ const OBJECTS = {
 
 // The arguments jq_jobs may take (the contract of 1.4); a build with fewer
 // gets only those.
-const JQ_JOBS_ARGS = ['queue_name', 'status', 'max_jobs', 'before_id', 'group_key', 'error_code', 'before_finished_at'];
+const JQ_JOBS_ARGS = ['queue_name', 'status', 'max_jobs', 'before_id', 'group_key', 'error_code', 'before_finished_at', 'job_id'];
 
 const PRIVILEGES_SQL = `
 SELECT x.key,

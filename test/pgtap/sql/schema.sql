@@ -179,8 +179,8 @@ INSERT INTO fn VALUES
 	(22, 'jq_complete_and_claim', '{text,bigint[],bigint[],integer,text,interval,jsonb[]}',
 	 'queue_name text, ids bigint[], tokens bigint[], n integer, owner text, lease interval DEFAULT NULL::interval, results jsonb[] DEFAULT NULL::jsonb[]',
 	 'TABLE(id bigint, payload jsonb, attempt integer, token bigint, lease_expires_at timestamp with time zone, traceparent text, tracestate text, trace_origin text)'),
-	(23, 'jq_jobs', '{text,jobqueue.job_status,integer,bigint,text,text,"timestamp with time zone"}',
-	 'queue_name text, status jobqueue.job_status DEFAULT NULL::jobqueue.job_status, max_jobs integer DEFAULT 100, before_id bigint DEFAULT NULL::bigint, group_key text DEFAULT NULL::text, error_code text DEFAULT NULL::text, before_finished_at timestamp with time zone DEFAULT NULL::timestamp with time zone',
+	(23, 'jq_jobs', '{text,jobqueue.job_status,integer,bigint,text,text,"timestamp with time zone",bigint}',
+	 'queue_name text, status jobqueue.job_status DEFAULT NULL::jobqueue.job_status, max_jobs integer DEFAULT 100, before_id bigint DEFAULT NULL::bigint, group_key text DEFAULT NULL::text, error_code text DEFAULT NULL::text, before_finished_at timestamp with time zone DEFAULT NULL::timestamp with time zone, job_id bigint DEFAULT NULL::bigint',
 	 'TABLE(id bigint, queue_name text, status jobqueue.job_status, priority integer, group_key text, attempt integer, max_attempts integer, created_at timestamp with time zone, available_at timestamp with time zone, started_at timestamp with time zone, finished_at timestamp with time zone, lease_owner text, lease_expires_at timestamp with time zone, last_error_code text, last_error_message text, payload jsonb, result jsonb, progress jsonb, errors jsonb)'),
 	(24, 'jq_schedules', '{}', '',
 	 'TABLE(schedule_name text, queue_name text, cron text, timezone text, enabled boolean, catch_up text, priority integer, next_run_at timestamp with time zone, last_run_at timestamp with time zone, last_job_id bigint, created_at timestamp with time zone, payload jsonb)');
