@@ -509,8 +509,8 @@ jq_expire_batch(const char *queue_name, int max_jobs, TimestampTz now)
  * jobs than the limit allows is an error, 53400, with the count; else the
  * bound becomes exact again.  With debounce_key, a call that would replace
  * a job of the key adds nothing and is admitted at the limit, except into
- * a group the job is not in yet (the replacement moves it there).  The lock is
- * held to the end of the transaction, so a concurrent producer waits and
+ * a group the job is not in yet (the replacement moves it there).  The
+ * lock is held to the end of the transaction, so a concurrent producer waits and
  * then sees these jobs.  In REPEATABLE READ, a producer whose snapshot
  * predates another's admission fails with a serialization error (40001)
  * at the row instead.

@@ -594,8 +594,9 @@ jq_check_aged_priority(const char *queue_name, int32 priority)
 /*
  * Delete up to JQ_PRUNE_BATCH rows of jobqueue.groups of queue (text, or
  * NULL when nulls is JQ_ISNULL: every queue) whose groups have no running
- * and no pending job and no fair-share usage left, so that the table, and every walk over it, follows
- * the groups with work rather than every group a queue ever had.  Two
+ * and no pending job and no fair-share usage left, so that the table, and
+ * every walk over it, follows the groups with work rather than every group
+ * a queue ever had.  Two
  * statements: the rows are locked first (skipping those held by a claim, a
  * completion or an open enqueue), then deleted only if a new snapshot,
  * taken after the locks, still shows no job for them (see
@@ -636,8 +637,8 @@ jq_groups_prune(Datum queue, char queue_null)
  * Correct the rows of jobqueue.groups of queue_name (NULL: of every queue)
  * that disagree with the jobs (JQ_PLAN_GROUPS_REPAIR) or whose fair-share
  * key disagrees with their usage (JQ_PLAN_GROUPS_REKEY_STALE); a group
- * another transaction is changing is left for a later call.  Then delete rows of
- * finished groups (jq_groups_prune).  Returns the number of groups
+ * another transaction is changing is left for a later call.  Then delete
+ * rows of finished groups (jq_groups_prune).  Returns the number of groups
  * corrected.  Connected to SPI.  Called by jq_recount_groups, by
  * jq_alter_queue and by the worker's reap task, after its last batch.
  */

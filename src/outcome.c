@@ -459,11 +459,12 @@ jq_note_outcome(JqTransition t, uint64 nasked, List **woken,
 	int			nsucceeded = 0;
 	int			nfailed = 0;
 	/* the current row, deformed once: one walk over it, not one per column */
-	TupleDesc	tupdesc = SPI_tuptable->tupdesc;
-	Datum	   *values = palloc(sizeof(Datum) * Max(tupdesc->natts, JQ_OUTCOME_NCOLS));
-	bool	   *nulls = palloc(sizeof(bool) * Max(tupdesc->natts, JQ_OUTCOME_NCOLS));
+	TupleDesc	tupdesc = SPI_processed > 0 ? SPI_tuptable->tupdesc : NULL;
+	int			natts = tupdesc != NULL ? Max(tupdesc->natts, JQ_OUTCOME_NCOLS) : 0;
+	Datum	   *values = palloc(sizeof(Datum) * Max(natts, 1));
+	bool	   *nulls = palloc(sizeof(bool) * Max(natts, 1));
 
-	Assert(tupdesc->natts >= JQ_OUTCOME_NCOLS);
+	Assert(tupdesc == NULL || tupdesc->natts >= JQ_OUTCOME_NCOLS);
 	if (first_queue != NULL)
 		*first_queue = NULL;
 
