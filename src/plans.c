@@ -1385,9 +1385,9 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * JQ_PLAN_PURGE_DUE: $1 max jobs, $2 now.  One batch of finished jobs
 	 * past their queue's retention, across queues (the worker's purge: one
 	 * transaction for many queues, not one per queue), oldest first within
-	 * each queue and status: an index probe of jobs_finished_idx per queue and
- * status.  Returns
-	 * how many jobs of each queue were deleted, for the counters.
+	 * each queue and status: an index probe of jobs_finished_idx per queue
+	 * and status.  Returns how many jobs of each queue were deleted, for
+	 * the counters.
 	 */
 	[JQ_PLAN_PURGE_DUE] = {
 		"WITH c AS (SELECT p.id FROM jobqueue.queues q CROSS JOIN " JQ_PURGED_STATUSES_SQL " "
@@ -2647,7 +2647,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * expired, changed by hand) give it up.
 	 */
 	[JQ_PLAN_DEBOUNCE_RELEASE] = {
-		"UPDATE jobqueue.jobs j SET debounce_key = CASE WHEN false THEN j.debounce_key END "
+		"UPDATE jobqueue.jobs j SET debounce_key = NULL "
 		"WHERE j.queue_name = $1 AND j.debounce_key = $2 AND j.lease_token = 0 "
 		"  AND j.status <> 'pending'",
 		2, {TEXTOID, TEXTOID},
