@@ -114,7 +114,6 @@ async function listJobs(session, { query }) {
     jobs = jobs.filter((j) => !j.created_at || new Date(j.created_at) >= f.since);
     if (last && last.cursor_finished_at && new Date(last.finished_at) < f.since) more = false;
   }
-  for (const j of rows) delete j.finished_at_text;
   return {
     jobs,
     next_before_id: more && last ? last.id : null,
@@ -128,6 +127,7 @@ async function listJobs(session, { query }) {
 function withCursor(j) {
   const finished = ['succeeded', 'dead', 'cancelled'].includes(j.status);
   Object.defineProperty(j, 'cursor_finished_at', { value: finished ? j.finished_at_text : null, enumerable: false });
+  delete j.finished_at_text;
   return j;
 }
 
