@@ -87,11 +87,15 @@ DROP FUNCTION jobqueue.jq_fail(bigint, bigint, text, text, boolean, interval, js
  * every index of jobs (it opens it and prepares its predicate), whether or
  * not the row goes in: one index for three uses is what keeps a claim and
  * a completion as cheap as in 1.3.  Only the row version written by the
- * end of a job gets an entry, one per job.
+ * end of a job gets an entry, one per job.  No id in the key: the jobs
+ * finished by one batch share their finished_at, and each of their
+ * insertions would compare one more column (about 6,000 instructions a
+ * job in batches of 100); readers that page by (finished_at, id) sort the
+ * ties of one finished_at, which an incremental sort does cheaply.
  */
 DROP INDEX jobqueue.jobs_finished_idx;
 DROP INDEX jobqueue.jobs_dead_idx;
-CREATE INDEX jobs_finished_idx ON jobqueue.jobs (queue_name, status, finished_at, id)
+CREATE INDEX jobs_finished_idx ON jobqueue.jobs (queue_name, status, finished_at)
 	WHERE status > 'running';
 
 /*

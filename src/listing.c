@@ -55,10 +55,11 @@ PG_FUNCTION_INFO_V1(jq_schedules);
  * statements keep anyway: the unfinished parts from the partial index of
  * their status (a page costs the queue's backlog in that status, as
  * queue_stats does), each finished status from its range of
- * jobs_finished_idx (queue, status, finished_at, id), which the purge and
- * jq_retry_dead read too (a page costs its own rows; one of a rare error
- * code costs the queue's dead jobs, read until the page is full).  No index
- * exists for jq_jobs alone: every write of a job would pay for it.
+ * jobs_finished_idx (queue, status, finished_at), which the purge and
+ * jq_retry_dead read too (a page costs its own rows and the others
+ * finished at the instant of its last one, which are sorted by id; one of a
+ * rare error code may cost the queue's dead jobs).  No index exists for
+ * jq_jobs alone: every write of a job would pay for it.
  *
  * The cursor is the last row of the previous page: $4 its id, $8 its
  * finished_at when it was finished (NULL: it was unfinished, and the next
