@@ -27,9 +27,12 @@
 
 #include <math.h>
 
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
+#include "storage/lmgr.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
 /* The largest declared cost of a job, in seconds of worker time */
@@ -152,7 +155,7 @@ int64
 jq_enqueue_controlled(const char *queue_name, const JqEnqueueControls *c,
 					  Datum *values, char *nulls)
 {
-	const JqQueueSettings *settings = jq_queue_settings(queue_name);
+	const JqQueueSettings *settings;
 	Datum		cvalues[11];
 	char		cnulls[11];
 	TimestampTz now = DatumGetTimestampTz(values[6]);
@@ -161,6 +164,10 @@ jq_enqueue_controlled(const char *queue_name, const JqEnqueueControls *c,
 	bool		start_by_null;
 	int64		job_id;
 
+	/* the lock before the settings, as in jq_enqueue_values (lifecycle.c) */
+	LockRelationOid(get_relname_relid("jobs", get_namespace_oid("jobqueue", false)),
+					RowExclusiveLock);
+	settings = jq_queue_settings(queue_name);
 	if (!settings->exists)
 		jq_raise_unknown_queue(queue_name);
 	if (jq_queue_admits(settings))
@@ -235,6 +242,19 @@ jq_enqueue_controlled(const char *queue_name, const JqEnqueueControls *c,
 		return job_id;
 	}
 
+	/* the queue's defaults, from the settings read under the lock */
+	if (cnulls[4] == JQ_ISNULL)
+	{
+		cvalues[4] = Int32GetDatum(settings->max_attempts);
+		cnulls[4] = JQ_NOTNULL;
+	}
+	if (cnulls[7] == JQ_ISNULL && settings->group_policy)
+	{
+		cvalues[7] = CStringGetTextDatum("");
+		cnulls[7] = JQ_NOTNULL;
+	}
+	cvalues[10] = BoolGetDatum(settings->notify);
+	cnulls[10] = JQ_NOTNULL;
 	jq_execute(cnulls[5] == JQ_ISNULL ? JQ_PLAN_ENQUEUE_CONTROLLED :
 			   JQ_PLAN_ENQUEUE_CONTROLLED_KEYED, cvalues, cnulls,
 			   SPI_OK_INSERT_RETURNING);
@@ -244,9 +264,7 @@ jq_enqueue_controlled(const char *queue_name, const JqEnqueueControls *c,
 		(void) jq_note_outcome(JQ_TR_ENQUEUE, 0, NULL, NULL, NULL);
 		return job_id;
 	}
-	if (cnulls[5] == JQ_ISNULL)
-		jq_raise_unknown_queue(queue_name);
-	jq_require_queue(queue_name);
+	/* no row back: the key is held */
 	return jq_job_with_key(values[0], values[5]);
 }
 

@@ -830,18 +830,16 @@
 
 /*
  * The INSERT of a job with controls (controls.c): JQ_ENQUEUE_GROUPED_SQL
- * with the job's deadline $9 and declared cost $10.
+ * with the job's deadline $9 and declared cost $10; $11 is the queue's
+ * notify (JQ_ENQUEUE_GROUPED_SQL's $9).
  */
-#define JQ_ENQUEUE_CONTROLLED_SQL(FORM, CONFLICT) \
-	FORM("WITH q AS (SELECT q.max_attempts, q.notify, " JQ_NO_GROUP_SQL " AS no_group " \
-		 "           FROM jobqueue.queues q WHERE q.queue_name = $1)", \
-		 "INSERT INTO jobqueue.jobs AS j " \
-		 "  (queue_name, payload, priority, available_at, max_attempts, idempotency_key, " \
-		 "   group_key, start_by, cost) " \
-		 "SELECT $1, $2, $3, COALESCE($4, $7), " \
-		 "       COALESCE($5, q.max_attempts), $6, COALESCE($8, q.no_group), $9, $10 FROM q " \
-		 CONFLICT, \
-		 JQ_OUTCOME_SQL("$7", "(SELECT q.notify FROM q)", "false") ", j.id")
+#define JQ_ENQUEUE_CONTROLLED_SQL(CONFLICT) \
+	"INSERT INTO jobqueue.jobs AS j " \
+	"  (queue_name, payload, priority, available_at, max_attempts, idempotency_key, " \
+	"   group_key, start_by, cost) " \
+	"VALUES ($1, $2, $3, COALESCE($4, $7), $5, $6, $8, $9, $10) " \
+	CONFLICT \
+	"RETURNING " JQ_OUTCOME_SQL("$7", "$11", "false") ", j.id"
 
 /*
  * One branch of the rotation of the strictly ordered claim over the groups
@@ -2421,29 +2419,26 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 */
 
 	/*
-	 * JQ_PLAN_ENQUEUE_CONTROLLED: JQ_PLAN_ENQUEUE_GROUPED for a job without
-	 * an idempotency key ($6 NULL) with controls: $9 start_by, $10 cost
-	 * ($11 unused).  $5 max_attempts may be NULL (the queue's).  No row back
-	 * means no such queue.  Outcome, then the id.
+	 * JQ_PLAN_ENQUEUE_CONTROLLED: JQ_PLAN_ENQUEUE_UNKEYED (an INSERT of
+	 * values, the queue's settings from the cache, as jq_enqueue_values)
+	 * with controls: $9 start_by, $10 cost, $11 the queue's notify.
+	 * Outcome, then the id.
 	 */
 	[JQ_PLAN_ENQUEUE_CONTROLLED] = {
-		JQ_ENQUEUE_CONTROLLED_SQL(JQ_INSERT_SQL, ""),
+		JQ_ENQUEUE_CONTROLLED_SQL(""),
 		11, {TEXTOID, JSONBOID, INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TEXTOID,
-		TIMESTAMPTZOID, FLOAT8OID, TIMESTAMPTZOID},
-		.name = "enqueue controlled",
-		.dist_sql = JQ_ENQUEUE_CONTROLLED_SQL(JQ_DIST_INSERT_SQL, "")
+		TIMESTAMPTZOID, FLOAT8OID, BOOLOID},
+		.name = "enqueue controlled", .dist = JQ_DIST_GENERIC
 	},
 	/*
 	 * JQ_PLAN_ENQUEUE_CONTROLLED_KEYED: JQ_PLAN_ENQUEUE_CONTROLLED with an
-	 * idempotency key $6.  No row back means either no such queue or an
-	 * existing key.
+	 * idempotency key $6.  No row back means an existing key.
 	 */
 	[JQ_PLAN_ENQUEUE_CONTROLLED_KEYED] = {
-		JQ_ENQUEUE_CONTROLLED_SQL(JQ_INSERT_SQL, JQ_ENQUEUE_KEY_CONFLICT_SQL),
+		JQ_ENQUEUE_CONTROLLED_SQL(JQ_ENQUEUE_KEY_CONFLICT_SQL),
 		11, {TEXTOID, JSONBOID, INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TEXTOID,
-		TIMESTAMPTZOID, FLOAT8OID, TIMESTAMPTZOID},
-		.name = "enqueue controlled keyed",
-		.dist_sql = JQ_ENQUEUE_CONTROLLED_SQL(JQ_DIST_INSERT_SQL, JQ_ENQUEUE_KEY_CONFLICT_SQL)
+		TIMESTAMPTZOID, FLOAT8OID, BOOLOID},
+		.name = "enqueue controlled keyed", .dist = JQ_DIST_GENERIC
 	},
 	/*
 	 * JQ_PLAN_ENQUEUE_DEBOUNCED: $1 queue, $2 payload, $3 priority, $4
