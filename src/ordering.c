@@ -217,6 +217,9 @@ jq_group_apply(Datum queue, Datum group, int delta, double charge)
 	values[2] = Int32GetDatum(delta);
 	if (delta == 0)
 	{
+		jq_execute(JQ_PLAN_GROUP_HOLD, values, NULL, SPI_OK_SELECT);
+		if (SPI_processed > 0)
+			return;
 		/* held or made; 0 only after a concurrent insert or prune: again */
 		do
 		{

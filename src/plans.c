@@ -2070,6 +2070,18 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		.name = "group add"
 	},
 	/*
+	 * JQ_PLAN_GROUP_HOLD: $1 queue, $2 group.  JQ_PLAN_GROUP_CREATE for a
+	 * row that exists, the common case: the lock only, without planning
+	 * and running the insert.  No row back: JQ_PLAN_GROUP_CREATE.
+	 */
+	[JQ_PLAN_GROUP_HOLD] = {
+		"SELECT 1 FROM jobqueue.groups gr "
+		"WHERE gr.queue_name OPERATOR(pg_catalog.=) $1 "
+		"  AND gr.group_key OPERATOR(pg_catalog.=) $2 FOR KEY SHARE OF gr",
+		2, {TEXTOID, TEXTOID},
+		.name = "group hold"
+	},
+	/*
 	 * JQ_PLAN_GROUP_CREATE: $1 queue, $2 group (the trigger jq_group_count,
 	 * for a job inserted in a state other than running, or becoming
 	 * pending).  The group's row is held FOR KEY SHARE until the
