@@ -180,7 +180,7 @@ psql_n 0 -c "DELETE FROM jobqueue.jobs WHERE queue_name IN ('$qa', '$qb')" >/dev
 
 # --- the feature pass: the same output as on one server ---------------------
 log "the feature pass, on one plain server and on the cluster"
-sport=$(jq_free_port 54500 54999)
+sport=$(jq_free_port $((JQ_CITUS_PORT_MIN + 100)) "$JQ_CITUS_PORT_MAX")
 jq_cluster_init "$cdir/single" "$sport"
 jq_cluster_conf <<-CONF
 	shared_preload_libraries = 'jobqueue'
