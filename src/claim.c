@@ -283,6 +283,7 @@ jq_claim_run(JqClaimKind kind, const JqQueueSettings *settings,
 	char		gnulls[7];
 	int64		last_pos = 0;
 	uint64		i;
+	bool		rotation_row = false;	/* the read found the cursor's row */
 	JqPlanId	plan = JQ_PLAN_CLAIM_GROUPS;
 	Datum		lvalues[5];
 
@@ -326,7 +327,8 @@ jq_claim_run(JqClaimKind kind, const JqQueueSettings *settings,
 	if (settings->round_robin && jq_rotation_installed())
 	{
 		jq_execute(JQ_PLAN_ROTATION_READ, values, NULL, SPI_OK_SELECT);
-		entry->has_cursor = SPI_processed == 1;
+		rotation_row = SPI_processed == 1;
+		entry->has_cursor = rotation_row;
 		if (entry->has_cursor)
 			strlcpy(entry->cursor, jq_result_name(0, 1), sizeof(entry->cursor));
 	}
@@ -367,7 +369,13 @@ jq_claim_run(JqClaimKind kind, const JqQueueSettings *settings,
 
 		rvalues[0] = values[0];
 		rvalues[1] = CStringGetTextDatum(entry->cursor);
-		jq_execute(JQ_PLAN_ROTATION_MOVE, rvalues, NULL, SPI_OK_INSERT);
+		/* Citus routes neither CTE of the one statement: two, by the read */
+		if (!jq_distributed_mode())
+			jq_execute(JQ_PLAN_ROTATION_MOVE, rvalues, NULL, SPI_OK_INSERT);
+		else if (rotation_row)
+			jq_execute(JQ_PLAN_ROTATION_UPDATE, rvalues, NULL, SPI_OK_UPDATE);
+		else
+			jq_execute(JQ_PLAN_ROTATION_CREATE, rvalues, NULL, SPI_OK_INSERT);
 		/* the claimed jobs stay the result */
 		SPI_tuptable = tuptable;
 		SPI_processed = processed;

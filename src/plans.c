@@ -2710,6 +2710,33 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		JSONBOID},
 		.name = "reap queue"
 	},
+	/*
+	 * JQ_PLAN_ROTATION_UPDATE (Citus only): $1 queue, $2 the last group
+	 * served.  JQ_PLAN_ROTATION_MOVE for a queue whose cursor row exists,
+	 * as one statement on the queue's shard: Citus plans the INSERT ...
+	 * SELECT of JQ_PLAN_ROTATION_MOVE through the coordinator, with its
+	 * UPDATE on every shard, and fails on its CTEs' intermediate results.
+	 */
+	[JQ_PLAN_ROTATION_UPDATE] = {
+		"WITH l AS (SELECT r.queue_name FROM jobqueue.group_rotation r "
+		"           WHERE r.queue_name = $1 FOR UPDATE SKIP LOCKED) "
+		"UPDATE jobqueue.group_rotation r SET group_key = $2 "
+		"WHERE r.queue_name = $1 AND EXISTS (SELECT FROM l)",
+		2, {TEXTOID, TEXTOID},
+		.name = "rotation update"
+	},
+	/*
+	 * JQ_PLAN_ROTATION_CREATE (Citus only): $1 queue, $2 the last group
+	 * served.  The cursor row of the queue's first round robin claim (a
+	 * conflict means another claim just created it), as JQ_PLAN_ROTATION_MOVE
+	 * does when the rotation read found no row.
+	 */
+	[JQ_PLAN_ROTATION_CREATE] = {
+		"INSERT INTO jobqueue.group_rotation (queue_name, group_key) "
+		"VALUES ($1, $2) ON CONFLICT (queue_name) DO NOTHING",
+		2, {TEXTOID, TEXTOID},
+		.name = "rotation create"
+	},
 
 };
 
