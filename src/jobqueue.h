@@ -156,6 +156,8 @@ typedef enum JqPlanId
 	JQ_PLAN_REAP_QUEUE,
 	JQ_PLAN_ROTATION_UPDATE,
 	JQ_PLAN_ROTATION_CREATE,
+	JQ_PLAN_READY_QUEUE,
+	JQ_PLAN_PURGE_DUE_QUEUE,
 	JQ_NUM_PLANS
 } JqPlanId;
 
@@ -426,6 +428,17 @@ extern int64 jq_reap_local_batch(int max_jobs, List **woken_queues,
 								 MemoryContext result_cxt, bool *more);
 extern int64 jq_purge_batch(const char *queue_name, Interval *older_than,
 							int max_jobs);
+/*
+ * On Citus: one purge batch for the queues whose shard this node holds,
+ * one JQ_PLAN_PURGE per queue with finished jobs past its retention.
+ */
+extern int64 jq_purge_local_batch(int max_jobs, bool *more);
+/*
+ * On Citus: the queues whose shard this node holds (JQ_PLAN_LOCAL_QUEUES),
+ * in CurrentMemoryContext; with wake set, only those whose listeners are
+ * woken.
+ */
+extern List *jq_local_queues(bool wake);
 
 /*
  * Event counters (counters.c).  The events are counted per queue when the

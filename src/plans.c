@@ -952,6 +952,23 @@
 	"FROM u JOIN c ON c.id = u.id ORDER BY c.rank"
 
 /*
+ * JQ_PLAN_PURGE, the final DELETE's condition starting with FILTER
+ */
+#define JQ_PURGE_SQL(FILTER) \
+	"WITH c AS (SELECT p.id FROM jobqueue.queues q CROSS JOIN " JQ_PURGED_STATUSES_SQL " " \
+	"           CROSS JOIN LATERAL (" \
+	"             SELECT j.id FROM jobqueue.jobs j " \
+	"             WHERE j.queue_name = $1 AND j.status = s.status " \
+	"               AND j.finished_at < $4 - COALESCE($2, q.retention) " \
+	"               AND " JQ_NO_DEPENDENTS_SQL("d") " " \
+	"             ORDER BY j.finished_at LIMIT $3 " \
+	"             FOR UPDATE OF j SKIP LOCKED) p " \
+	"           WHERE q.queue_name = $1 LIMIT $3), " \
+	"e AS (DELETE FROM jobqueue.job_dependencies d " \
+	"      WHERE d.job_id = ANY (ARRAY(SELECT c.id FROM c))) " \
+	"DELETE FROM jobqueue.jobs j WHERE " FILTER "j.id = ANY (ARRAY(SELECT c.id FROM c))"
+
+/*
  * How a statement is planned when jobqueue.jobs is distributed by Citus
  * (jq_distributed_mode()).  On plain PostgreSQL every statement keeps its
  * generic plan.
@@ -1307,20 +1324,11 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * dependency rows go with it.
 	 */
 	[JQ_PLAN_PURGE] = {
-		"WITH c AS (SELECT p.id FROM jobqueue.queues q CROSS JOIN " JQ_PURGED_STATUSES_SQL " "
-		"           CROSS JOIN LATERAL ("
-		"             SELECT j.id FROM jobqueue.jobs j "
-		"             WHERE j.queue_name = $1 AND j.status = s.status "
-		"               AND j.finished_at < $4 - COALESCE($2, q.retention) "
-		"               AND " JQ_NO_DEPENDENTS_SQL("d") " "
-		"             ORDER BY j.finished_at LIMIT $3 "
-		"             FOR UPDATE OF j SKIP LOCKED) p "
-		"           WHERE q.queue_name = $1 LIMIT $3), "
-		"e AS (DELETE FROM jobqueue.job_dependencies d "
-		"      WHERE d.job_id = ANY (ARRAY(SELECT c.id FROM c))) "
-		"DELETE FROM jobqueue.jobs j WHERE j.id = ANY (ARRAY(SELECT c.id FROM c))",
+		JQ_PURGE_SQL(""),
 		4, {TEXTOID, INTERVALOID, INT4OID, TIMESTAMPTZOID},
-		.name = "purge"
+		.name = "purge",
+		/* the DELETE of jobs on the queue's shard, not on every shard */
+		.dist_sql = JQ_PURGE_SQL("j.queue_name = $1 AND ")
 	},
 	/* JQ_PLAN_QUEUE_NAMES: every queue, for the worker's purge pass */
 	[JQ_PLAN_QUEUE_NAMES] = {
@@ -2669,10 +2677,12 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		.name = "debounce pending"
 	},	/*
 	 * JQ_PLAN_LOCAL_QUEUES (Citus only): the queues whose shard of jobs has
-	 * its placement on this node, for the worker (jq_reap_local_batch)
+	 * its placement on this node, for the worker (jq_reap_local_batch,
+	 * jq_purge_local_batch, the announce task), each with whether its
+	 * listeners are woken (notify, not paused)
 	 */
 	[JQ_PLAN_LOCAL_QUEUES] = {
-		"SELECT q.queue_name FROM jobqueue.queues q "
+		"SELECT q.queue_name, q.notify AND NOT q.paused FROM jobqueue.queues q "
 		"WHERE EXISTS (SELECT FROM pg_catalog.pg_dist_placement p "
 		"  WHERE p.shardid OPERATOR(pg_catalog.=) "
 		"    pg_catalog.get_shard_id_for_distribution_column('jobqueue.jobs', q.queue_name) "
@@ -2736,6 +2746,46 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"VALUES ($1, $2) ON CONFLICT (queue_name) DO NOTHING",
 		2, {TEXTOID, TEXTOID},
 		.name = "rotation create"
+	},
+	/*
+	 * JQ_PLAN_READY_QUEUE (Citus only): $1 after, $2 up to, $3 queue.
+	 * JQ_PLAN_READY_QUEUES for one queue, on its shard: the latest
+	 * available_at in ($1, $2] of its pending jobs, NULL when none.
+	 */
+	[JQ_PLAN_READY_QUEUE] = {
+		"WITH RECURSIVE p(priority) AS ("
+		"  (SELECT j.priority FROM jobqueue.jobs j "
+		"   WHERE j.queue_name = $3 AND j.status = 'pending' "
+		"   ORDER BY j.priority DESC LIMIT 1) "
+		"  UNION ALL "
+		"  SELECT (SELECT j.priority FROM jobqueue.jobs j "
+		"          WHERE j.queue_name = $3 AND j.status = 'pending' "
+		"            AND j.priority < p.priority "
+		"          ORDER BY j.priority DESC LIMIT 1) "
+		"  FROM p WHERE p.priority IS NOT NULL) "
+		"SELECT pg_catalog.max((SELECT j.available_at FROM jobqueue.jobs j "
+		"    WHERE j.queue_name = $3 AND j.status = 'pending' "
+		"      AND j.priority = p.priority "
+		"      AND j.available_at > $1 AND j.available_at <= $2 "
+		"    ORDER BY j.available_at DESC LIMIT 1)) "
+		"FROM p WHERE p.priority IS NOT NULL",
+		3, {TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID},
+		.name = "ready queue", .read_only = true
+	},
+	/*
+	 * JQ_PLAN_PURGE_DUE_QUEUE (Citus only): $1 queue, $2 now.  Whether the
+	 * queue has a finished job past its retention, read on its shard before
+	 * JQ_PLAN_PURGE, whose DELETE of dependency rows (a reference table)
+	 * writes to every node even when it deletes nothing.
+	 */
+	[JQ_PLAN_PURGE_DUE_QUEUE] = {
+		"SELECT EXISTS (SELECT FROM jobqueue.queues q CROSS JOIN " JQ_PURGED_STATUSES_SQL " "
+		"  CROSS JOIN LATERAL (SELECT FROM jobqueue.jobs j "
+		"    WHERE j.queue_name = $1 AND j.status = s.status "
+		"      AND j.finished_at < $2 - q.retention LIMIT 1) p "
+		"  WHERE q.queue_name = $1)",
+		2, {TEXTOID, TIMESTAMPTZOID},
+		.name = "purge due queue", .read_only = true
 	},
 
 };

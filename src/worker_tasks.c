@@ -108,20 +108,14 @@ jq_add_name(List *list, const char *name, MemoryContext cxt)
 }
 
 /*
- * On Citus (jq_distributed_mode()) the announce and purge statements, and
- * the expiry of deadlines and the repair of group counters in the reap
- * task, would run on every shard, FOR UPDATE across shards, which Citus
- * refuses; their per-node form, on the shards the node holds, is not
- * written yet (docs/scale-out.md).  They do nothing there: no error every
- * pass.  The reap itself visits the node's queues (jq_reap_local_batch).
+ * On Citus (jq_distributed_mode()) every task works on the queues whose
+ * shard this node holds, one statement on the shard per queue: the reap
+ * (jq_reap_local_batch), the announce (JQ_PLAN_READY_QUEUE) and the purge
+ * (jq_purge_local_batch).  The statements of one server would run on every
+ * shard, FOR UPDATE across shards, which Citus refuses.  The expiry of
+ * deadlines and the repair of group counters in the reap task have no
+ * per-node form yet (docs/scale-out.md) and are left out there.
  */
-static int64
-jq_task_skip_distributed(bool *more)
-{
-	*more = false;
-	next_lease_expiry = 0;
-	return 0;
-}
 
 /*
  * Reap: one batch of expired leases, and one of jobs past their start_by
@@ -177,6 +171,49 @@ jq_task_reap(TimestampTz now, List **ready, MemoryContext cxt, bool *more)
 }
 
 /*
+ * Add queue_name, whose latest job became ready at latest, to *ready unless
+ * it was announced since: its jobs were ready when a commit's mark
+ * announced the queue.
+ */
+static void
+jq_announce_candidate(const char *queue_name, TimestampTz latest, List **ready,
+					  MemoryContext cxt)
+{
+	JqAnnounced *a = jq_announced_find(queue_name);
+
+	if (a != NULL && a->at >= latest)
+		return;
+	*ready = jq_add_name(*ready, queue_name, cxt);
+}
+
+/*
+ * JQ_PLAN_READY_QUEUES on Citus: the node's queues whose listeners are
+ * woken, each read on its shard (values: after, up to)
+ */
+static void
+jq_announce_local(Datum *values, List **ready, MemoryContext cxt)
+{
+	List	   *queues = jq_local_queues(true);
+	ListCell   *lc;
+	Datum		qvalues[3];
+
+	qvalues[0] = values[0];
+	qvalues[1] = values[1];
+	foreach(lc, queues)
+	{
+		const char *queue_name = (const char *) lfirst(lc);
+		bool		isnull;
+		Datum		latest;
+
+		qvalues[2] = CStringGetTextDatum(queue_name);
+		jq_execute(JQ_PLAN_READY_QUEUE, qvalues, NULL, SPI_OK_SELECT);
+		latest = jq_result_nullable(0, 1, &isnull);
+		if (!isnull)
+			jq_announce_candidate(queue_name, DatumGetTimestampTz(latest), ready, cxt);
+	}
+}
+
+/*
  * Announce: one NOTIFY per queue (with notifications on, not paused) whose
  * delayed or backed-off jobs became ready since the last check, plus the
  * queues reaping made ready.  Notifications are sent when this transaction
@@ -190,24 +227,17 @@ jq_task_announce(TimestampTz now, List **ready, MemoryContext cxt, bool *more)
 	uint64		i;
 	int64		n = 0;
 
-	if (jq_distributed_mode())
-	{
-		*ready = NIL;
-		return jq_task_skip_distributed(more);
-	}
 	values[0] = TimestampTzGetDatum(jq_ready_checked_until);
 	values[1] = TimestampTzGetDatum(now);
-	jq_execute(JQ_PLAN_READY_QUEUES, values, NULL, SPI_OK_SELECT);
-	for (i = 0; i < SPI_processed; i++)
+	if (jq_distributed_mode())
+		jq_announce_local(values, ready, cxt);
+	else
 	{
-		char	   *queue_name = jq_result_name(i, 1);
-		TimestampTz latest = DatumGetTimestampTz(jq_result(i, 2));
-		JqAnnounced *a = jq_announced_find(queue_name);
-
-		/* its jobs were ready when a commit's mark announced the queue */
-		if (a != NULL && a->at >= latest)
-			continue;
-		*ready = jq_add_name(*ready, queue_name, cxt);
+		jq_execute(JQ_PLAN_READY_QUEUES, values, NULL, SPI_OK_SELECT);
+		for (i = 0; i < SPI_processed; i++)
+			jq_announce_candidate(jq_result_name(i, 1),
+								  DatumGetTimestampTz(jq_result(i, 2)),
+								  ready, cxt);
 	}
 	foreach(lc, *ready)
 	{
@@ -223,7 +253,7 @@ jq_task_announce(TimestampTz now, List **ready, MemoryContext cxt, bool *more)
 
 /*
  * Purge: one batch of finished jobs past their queue's retention, across
- * all queues, oldest first within each queue.
+ * all queues (on Citus, the node's), oldest first within each queue.
  */
 static int64
 jq_task_purge(TimestampTz now, List **ready, MemoryContext cxt, bool *more)
@@ -233,7 +263,7 @@ jq_task_purge(TimestampTz now, List **ready, MemoryContext cxt, bool *more)
 	uint64		i;
 
 	if (jq_distributed_mode())
-		return jq_task_skip_distributed(more);
+		return jq_purge_local_batch(jq_purge_batch_size, more);
 	values[0] = Int32GetDatum(jq_purge_batch_size);
 	values[1] = TimestampTzGetDatum(now);
 	jq_execute(JQ_PLAN_PURGE_DUE, values, NULL, SPI_OK_SELECT);
