@@ -150,6 +150,15 @@ jobqueue.group_rotation FOREIGN KEY (queue_name) REFERENCES jobqueue.queues(queu
 	"$(psql_n 0 -F ' ' -c "SELECT conrelid::regclass, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid::regclass::text LIKE 'jobqueue.%' AND contype = 'f' ORDER BY conrelid::regclass::text")"
 expect "every node hands out its own id range" "1 281474976710657 562949953421313" \
 	"$(psql_n 0 -c "SELECT string_agg(result, ' ' ORDER BY result::bigint) FROM run_command_on_all_nodes(\$\$SELECT seqmin FROM pg_sequence WHERE seqrelid = pg_get_serial_sequence('jobqueue.jobs', 'id')::regclass\$\$)")"
+# Citus would crash hashing a NULL distribution argument (not logged:
+# the refusals are the point)
+expect "a delegated call with a NULL queue is refused, and the node stays up" "ERROR:  22004
+ERROR:  22004
+ERROR:  22004
+1" \
+	"$(psql_try 0 -c 'SET log_min_messages = fatal' -c 'SELECT jobqueue.jq_claim(NULL, 1, $$w$$)' \
+		-c 'SELECT count(*) FROM jobqueue.jq_jobs(NULL)' \
+		-c 'PREPARE nq(text) AS SELECT jobqueue.jq_enqueue($1, $${}$$)' -c 'EXECUTE nq(NULL)' -c 'SELECT 1')"
 expect "jq_queue_node names a worker" "t" \
 	"$(psql_n 0 -c "SELECT node_port IN (${JQ_CITUS_PORTS[1]}, ${JQ_CITUS_PORTS[2]}) FROM jobqueue.jq_queue_node('any-queue')")"
 

@@ -721,6 +721,9 @@ extern void jq_utility_init(void);
 extern PGDLLEXPORT void jq_launcher_main(Datum main_arg);
 extern PGDLLEXPORT void jq_worker_main(Datum main_arg);
 
+/* delegation.c: the planner hook where Citus is loaded */
+extern void jq_delegation_init(void);
+
 /*
  * Worker tasks (worker_tasks.c).  A task's unit runs inside a transaction
  * the worker opened, with SPI connected and a snapshot pushed; it returns
