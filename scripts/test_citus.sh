@@ -187,6 +187,21 @@ expect "ids unique when inserted through every node" "420 420" \
 	"$(psql_n 0 -F ' ' -c "SELECT count(*), count(DISTINCT id) FROM jobqueue.jobs WHERE queue_name IN ('$qa', '$qb')")"
 psql_n 0 -c "DELETE FROM jobqueue.jobs WHERE queue_name IN ('$qa', '$qb')" >/dev/null
 
+# --- claims with a policy, delegated --------------------------------------
+# Each in a session of its own, through the coordinator: delegated to the
+# queue's node (force_delegation), where every statement must stay on the
+# queue's shard.
+log "claims of queues with a policy, delegated to their node"
+claimed=()
+for p in "group_concurrency => 1" "group_ordered => true" "fairness => 'round_robin'" \
+	"fairness => 'fair_share'" "fairness => 'deadline'" "priority_aging => '1 second'"; do
+	q="$qa-policy-${#claimed[@]}"
+	psql_try 0 -c "SELECT jobqueue.jq_create_queue('$q', $p)" \
+		-c "SELECT count(*) FROM jobqueue.jq_enqueue_many('$q', ARRAY['{}', '{}', '{}']::jsonb[], group_keys => ARRAY['a', 'a', 'b'])" >/dev/null
+	claimed+=("$(psql_try 0 -c "SELECT count(*) FROM jobqueue.jq_claim('$q', 2, 'w')")")
+done
+expect "claims with every policy, delegated" "2 2 2 2 2 2" "${claimed[*]}"
+
 # --- the feature pass: the same output as on one server ---------------------
 log "the feature pass, on one plain server and on the cluster"
 sport=$(jq_free_port $((JQ_CITUS_PORT_MIN + 100)) "$JQ_CITUS_PORT_MAX")

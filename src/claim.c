@@ -266,7 +266,7 @@ jq_claim_fair(Datum *values, JqPlanId plan)
 	memset(fnulls, JQ_NOTNULL, 5);	/* $4 is the lease's end, never NULL */
 	fvalues[5] = Float8GetDatum(jq_epoch_seconds(DatumGetTimestampTz(values[4])));
 	fnulls[5] = JQ_NOTNULL;
-	jq_execute(plan, fvalues, fnulls, SPI_OK_SELECT);
+	jq_execute_queue(plan, fvalues, fnulls, 6, SPI_OK_SELECT);
 }
 
 /*
@@ -300,7 +300,7 @@ jq_claim_run(JqClaimKind kind, const JqQueueSettings *settings,
 			jq_claim_plain(values, true);
 			return;
 		case JQ_CLAIM_AGED:
-			jq_execute(JQ_PLAN_CLAIM_AGED, values, NULL, SPI_OK_SELECT);
+			jq_execute_queue(JQ_PLAN_CLAIM_AGED, values, NULL, 5, SPI_OK_SELECT);
 			return;
 		case JQ_CLAIM_GROUPS:
 			break;
@@ -345,7 +345,8 @@ jq_claim_run(JqClaimKind kind, const JqQueueSettings *settings,
 	/* the time of the rate tokens (JQ_PLAN_CLAIM_GROUPS) */
 	gvalues[6] = Float8GetDatum(jq_epoch_seconds(DatumGetTimestampTz(values[4])));
 	gnulls[6] = JQ_NOTNULL;
-	jq_execute(plan, gvalues, gnulls, SPI_OK_SELECT);
+	jq_execute_queue(plan, gvalues, gnulls, plan == JQ_PLAN_CLAIM_ORDERED ? 6 : 7,
+					 SPI_OK_SELECT);
 
 	/* the cursor moves to the group served last in rotation order */
 	for (i = 0; i < SPI_processed; i++)

@@ -158,6 +158,7 @@ typedef enum JqPlanId
 	JQ_PLAN_ROTATION_CREATE,
 	JQ_PLAN_READY_QUEUE,
 	JQ_PLAN_PURGE_DUE_QUEUE,
+	JQ_PLAN_QUEUE_ROW,
 	JQ_NUM_PLANS
 } JqPlanId;
 
@@ -165,6 +166,7 @@ extern SPIPlanPtr jq_plan(JqPlanId id);
 extern const char *jq_plan_sql(JqPlanId id);
 extern const char *jq_plan_name(JqPlanId id);
 extern bool jq_plan_read_only(JqPlanId id);
+extern bool jq_plan_takes_queue_row(JqPlanId id);
 extern bool jq_distributed_mode(void);
 extern void jq_plans_reset(void);
 extern void jq_plans_check_mode(void);
@@ -178,6 +180,10 @@ extern void jq_spi_connect(void);
 extern void jq_spi_finish(void);
 extern void jq_execute(JqPlanId id, Datum *values, const char *nulls,
 					   int rc_expected);
+/* the most parameters of a statement that takes the queue's row (plans.c) */
+#define JQ_QUEUE_ROW_MAX_ARGS 8
+extern void jq_execute_queue(JqPlanId id, Datum *values, const char *nulls,
+							 int nargs, int rc_expected);
 extern void jq_execute_once(const char *name, const char *sql, int nargs,
 							Oid *argtypes, Datum *values, const char *nulls,
 							int rc_expected);

@@ -76,8 +76,10 @@
 #include "common/pg_prng.h"
 #include "datatype/timestamp.h"
 #include "catalog/pg_type.h"
+#include "lib/stringinfo.h"
 #include "storage/bufmgr.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/plancache.h"
 #include "utils/rel.h"
 #include "utils/timestamp.h"
@@ -990,7 +992,20 @@
  *
  * dist_sql, when set, is the statement's text in distributed mode (same
  * parameters, same columns): JQ_DIST_INSERT_SQL.
+ *
+ * dist_queue_row: in distributed mode the statement reads the queue's row
+ * from one more parameter, its text form (JQ_PLAN_QUEUE_ROW), instead of
+ * from jobqueue.queues: its one "FROM jobqueue.queues q " becomes
+ * JQ_QUEUE_ROW_FROM_SQL.  These are the claims with a policy and the
+ * expiry of a queue's jobs past their start_by that a deadline claim runs
+ * first: jq_claim is delegated with force_delegation, for which Citus
+ * refuses a statement over two colocation groups (the reference table and
+ * the queue's shard).  jq_plan_takes_queue_row() tells the caller, and
+ * jq_execute_queue() (spi.c) passes the row.
  */
+#define JQ_QUEUES_FROM_SQL "FROM jobqueue.queues q "
+#define JQ_QUEUE_ROW_FROM_SQL "FROM (SELECT ($%d::pg_catalog.text::jobqueue.queues).*) q "
+
 typedef enum JqDistPlan
 {
 	JQ_DIST_CUSTOM = 0,
@@ -1007,6 +1022,7 @@ typedef struct JqPlanSpec
 	bool		read_only;		/* a SELECT: runs in the caller's snapshot */
 	JqDistPlan	dist;			/* its plan in distributed mode */
 	const char *dist_sql;		/* its text there, when not sql */
+	bool		dist_queue_row; /* there, the queue's row as a last parameter */
 } JqPlanSpec;
 
 static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
@@ -1774,7 +1790,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"       u.available_at, " JQ_CLAIM_TRACE_SQL("u") " "
 		"FROM u JOIN c ON c.id = u.id ORDER BY c.eff DESC, c.available_at, c.id",
 		5, {TEXTOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID},
-		.name = "claim aged"
+		.name = "claim aged", .dist_queue_row = true
 	},
 	/*
 	 * JQ_PLAN_CLAIM_GROUPS: $1 queue, $2 n, $3 owner, $4 lease expiry, $5 now, $6
@@ -1845,7 +1861,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"      FOR NO KEY UPDATE OF j SKIP LOCKED), "
 		JQ_GROUP_LEASE_RATED_SQL("SELECT l.id FROM l", "$7"),
 		7, {TEXTOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, FLOAT8OID},
-		.name = "claim groups"
+		.name = "claim groups", .dist_queue_row = true
 	},
 	/*
 	 * JQ_PLAN_CLAIM_FAIR: $1 queue, $2 n, $3 owner, $4 lease expiry, $5 now, $6 now
@@ -1911,7 +1927,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"      FOR NO KEY UPDATE OF j SKIP LOCKED), "
 		JQ_GROUP_LEASE_RATED_SQL("SELECT l.id FROM l", "$6"),
 		6, {TEXTOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, FLOAT8OID},
-		.name = "claim fair"
+		.name = "claim fair", .dist_queue_row = true
 	},
 	/*
 	 * JQ_PLAN_CLAIM_GROUPS_DEADLINE: $1 queue, $2 n, $3 owner, $4 lease
@@ -1971,7 +1987,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"      FOR NO KEY UPDATE OF j SKIP LOCKED), "
 		JQ_GROUP_LEASE_RATED_SQL("SELECT l.id FROM l", "$6"),
 		6, {TEXTOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, FLOAT8OID},
-		.name = "claim groups deadline"
+		.name = "claim groups deadline", .dist_queue_row = true
 	},
 	/*
 	 * JQ_PLAN_CLAIM_ORDERED: $1 queue, $2 n, $3 owner, $4 lease expiry, $5 now, $6
@@ -2032,7 +2048,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		JQ_GROUP_LEASE_SQL("SELECT c.id FROM c WHERE c.group_key <> '' "
 						   "UNION ALL SELECT l.id FROM l"),
 		6, {TEXTOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID},
-		.name = "claim ordered"
+		.name = "claim ordered", .dist_queue_row = true
 	},
 	/*
 	 * JQ_PLAN_GROUP_COUNT: $1 queue, $2 group, $3 change of its running
@@ -2518,7 +2534,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"WHERE j.queue_name = $1 AND j.id = ANY (ARRAY(SELECT c.id FROM c)) "
 		"RETURNING " JQ_OUTCOME_SQL("$2", "false", JQ_QUEUE_NOTIFY_FINISHED_SQL),
 		3, {TEXTOID, TIMESTAMPTZOID, INT4OID},
-		.name = "expire queue"
+		.name = "expire queue", .dist_queue_row = true
 	},
 	/*
 	 * JQ_PLAN_EXPIRE_DUE: $1 now, $2 max jobs; JQ_PLAN_EXPIRE_QUEUE for
@@ -2746,6 +2762,17 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"VALUES ($1, $2) ON CONFLICT (queue_name) DO NOTHING",
 		2, {TEXTOID, TEXTOID},
 		.name = "rotation create"
+	},
+	/*
+	 * JQ_PLAN_QUEUE_ROW (Citus only): $1 queue.  The queue's row as text,
+	 * for the statements marked dist_queue_row; no row for a missing queue.
+	 * Not read-only: the row as committed now, as the statement would
+	 * read it.
+	 */
+	[JQ_PLAN_QUEUE_ROW] = {
+		"SELECT q::pg_catalog.text FROM jobqueue.queues q WHERE q.queue_name = $1",
+		1, {TEXTOID},
+		.name = "queue row"
 	},
 	/*
 	 * JQ_PLAN_READY_QUEUE (Citus only): $1 after, $2 up to, $3 queue.
@@ -3009,14 +3036,19 @@ SPIPlanPtr
 jq_plan(JqPlanId id)
 {
 	SPIPlanPtr	plan;
+	Oid			argtypes[lengthof(plan_specs[0].argtypes) + 1];
+	int			nargs;
 
 	Assert(id >= 0 && id < JQ_NUM_PLANS);
 	jq_plans_check_size();
 	if (plans[id] != NULL)
 		return plans[id];
 
-	plan = SPI_prepare_cursor(jq_plan_sql(id), plan_specs[id].nargs,
-							  (Oid *) plan_specs[id].argtypes,
+	nargs = plan_specs[id].nargs;
+	memcpy(argtypes, plan_specs[id].argtypes, sizeof(plan_specs[id].argtypes));
+	if (jq_plan_takes_queue_row(id))
+		argtypes[nargs++] = TEXTOID;
+	plan = SPI_prepare_cursor(jq_plan_sql(id), nargs, argtypes,
 							  jq_distributed_mode() &&
 							  plan_specs[id].dist != JQ_DIST_GENERIC ?
 							  CURSOR_OPT_CUSTOM_PLAN : CURSOR_OPT_GENERIC_PLAN);
@@ -3034,10 +3066,43 @@ jq_plan(JqPlanId id)
 const char *
 jq_plan_sql(JqPlanId id)
 {
+	static char *queue_row_sql[JQ_NUM_PLANS];
+
 	Assert(id >= 0 && id < JQ_NUM_PLANS);
 	if (plan_specs[id].dist_sql != NULL && jq_distributed_mode())
 		return plan_specs[id].dist_sql;
+	if (jq_plan_takes_queue_row(id))
+	{
+		if (queue_row_sql[id] == NULL)
+		{
+			const char *sql = plan_specs[id].sql;
+			const char *at = strstr(sql, JQ_QUEUES_FROM_SQL);
+			StringInfoData buf;
+
+			if (at == NULL || strstr(at + 1, JQ_QUEUES_FROM_SQL) != NULL)
+				elog(ERROR, "jobqueue statement \"%s\" does not read one queue row",
+					 plan_specs[id].name);
+			initStringInfo(&buf);
+			appendBinaryStringInfo(&buf, sql, at - sql);
+			appendStringInfo(&buf, JQ_QUEUE_ROW_FROM_SQL, plan_specs[id].nargs + 1);
+			appendStringInfoString(&buf, at + strlen(JQ_QUEUES_FROM_SQL));
+			queue_row_sql[id] = MemoryContextStrdup(TopMemoryContext, buf.data);
+			pfree(buf.data);
+		}
+		return queue_row_sql[id];
+	}
 	return plan_specs[id].sql;
+}
+
+/*
+ * Does statement id take the queue's row as its last parameter, one after
+ * its own (dist_queue_row, in distributed mode)?  Connected to SPI.
+ */
+bool
+jq_plan_takes_queue_row(JqPlanId id)
+{
+	Assert(id >= 0 && id < JQ_NUM_PLANS);
+	return plan_specs[id].dist_queue_row && jq_distributed_mode();
 }
 
 /* The name of statement id, for error messages. */
