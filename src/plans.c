@@ -2814,6 +2814,16 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		2, {TEXTOID, TIMESTAMPTZOID},
 		.name = "purge due queue", .read_only = true
 	},
+	/*
+	 * JQ_PLAN_HAS_DEPENDENCIES (Citus only): $1 id.  Whether a row of
+	 * job_dependencies (a reference table there, on every node) names the
+	 * job as waiting, before jq_retry's JQ_PLAN_RETRY_DEPENDENCIES.
+	 */
+	[JQ_PLAN_HAS_DEPENDENCIES] = {
+		"SELECT EXISTS (SELECT FROM jobqueue.job_dependencies d WHERE d.job_id = $1)",
+		1, {INT8OID},
+		.name = "has dependencies", .read_only = true
+	},
 
 };
 
