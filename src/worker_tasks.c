@@ -110,12 +110,32 @@ jq_add_name(List *list, const char *name, MemoryContext cxt)
 /*
  * On Citus (jq_distributed_mode()) every task works on the queues whose
  * shard this node holds, one statement on the shard per queue: the reap
- * (jq_reap_local_batch), the announce (JQ_PLAN_READY_QUEUE) and the purge
- * (jq_purge_local_batch).  The statements of one server would run on every
- * shard, FOR UPDATE across shards, which Citus refuses.  The expiry of
- * deadlines and the repair of group counters in the reap task have no
- * per-node form yet (docs/scale-out.md) and are left out there.
+ * (jq_reap_local_batch) with the expiry of deadlines (jq_expire_local),
+ * the announce (JQ_PLAN_READY_QUEUE) and the purge (jq_purge_local_batch).
+ * The statements of one server would run on every shard, FOR UPDATE across
+ * shards, which Citus refuses.  The repair of group counters in the reap
+ * task has no per-node form yet (docs/scale-out.md) and is left out there.
  */
+
+/*
+ * On Citus: the jobs past their start_by of the queues whose shard this
+ * node holds, queue by queue, up to max_jobs in all
+ */
+static int64
+jq_expire_local(int max_jobs, TimestampTz now)
+{
+	List	   *queues = jq_local_queues(false);
+	ListCell   *lc;
+	int64		n = 0;
+
+	foreach(lc, queues)
+	{
+		if (n >= max_jobs)
+			break;
+		n += jq_expire_batch((const char *) lfirst(lc), max_jobs - (int) n, now);
+	}
+	return n;
+}
 
 /*
  * Reap: one batch of expired leases, and one of jobs past their start_by
@@ -142,8 +162,11 @@ jq_task_reap(TimestampTz now, List **ready, MemoryContext cxt, bool *more)
 	{
 		/* the node's own queues; back at the next interval to look again */
 		n = jq_reap_local_batch(jq_reap_batch_size, ready, cxt, more);
+		expired = jq_expire_local(jq_reap_batch_size, now);
+		if (expired >= jq_reap_batch_size)
+			*more = true;
 		next_lease_expiry = now;
-		return n;
+		return n + expired;
 	}
 	n = jq_reap_batch(jq_reap_batch_size, ready, cxt);
 	/* jobs past their deadline (controls.c), in the same short unit */
