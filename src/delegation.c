@@ -71,6 +71,7 @@ jq_refuse_null_queue(FuncExpr *f, ParamListInfo params)
 	Datum		names;
 	bool		isnull;
 	bool		named_queue = false;
+	char	   *nspname;
 
 	if (f->args != NIL && !jq_null_argument(linitial(f->args), params))
 		return;
@@ -78,8 +79,9 @@ jq_refuse_null_queue(FuncExpr *f, ParamListInfo params)
 	if (!HeapTupleIsValid(tup))
 		return;
 	proc = (Form_pg_proc) GETSTRUCT(tup);
-	if (proc->pronargs >= 1 && proc->proargtypes.values[0] == TEXTOID &&
-		strcmp(get_namespace_name(proc->pronamespace), "jobqueue") == 0)
+	nspname = proc->pronargs >= 1 && proc->proargtypes.values[0] == TEXTOID ?
+		get_namespace_name(proc->pronamespace) : NULL;
+	if (nspname != NULL && strcmp(nspname, "jobqueue") == 0)
 	{
 		names = SysCacheGetAttr(PROCOID, tup, Anum_pg_proc_proargnames, &isnull);
 		if (!isnull)
