@@ -72,17 +72,22 @@ jq_citus_build() {
 #       "jobqueue" with both extensions, the workers added to the
 #       coordinator.  Sets JQ_CITUS_PORTS (an array, coordinator first) and
 #       JQ_CITUS_DIRS.
+#       The ports are the first free ones from $JQ_CITUS_PORT_MIN (54400)
+#       to $JQ_CITUS_PORT_MAX (54999), so that runs beside other servers
+#       can be kept to a range of their own.
 #   jq_citus_psql N [psql arguments]    psql on node N, database jobqueue
 #   jq_citus_stop                       stops every node; for an EXIT trap
 JQ_CITUS_PORTS=()
 JQ_CITUS_DIRS=()
+JQ_CITUS_PORT_MIN=${JQ_CITUS_PORT_MIN:-54400}
+JQ_CITUS_PORT_MAX=${JQ_CITUS_PORT_MAX:-54999}
 
 jq_citus_cluster() {
 	local dir=$1 n=$2 extra=${3:-} i port
 	jq_owned_dir "$dir"
-	port=54400
+	port=$JQ_CITUS_PORT_MIN
 	for ((i = 0; i <= n; i++)); do
-		port=$(jq_free_port "$port" 54999)
+		port=$(jq_free_port "$port" "$JQ_CITUS_PORT_MAX")
 		jq_cluster_init "$dir/node$i" "$port"
 		jq_cluster_conf <<-CONF
 			listen_addresses = '127.0.0.1'

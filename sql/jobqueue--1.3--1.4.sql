@@ -1089,7 +1089,12 @@ DROP FUNCTION jobqueue.jq_job_1_3(bigint);
  *   - the identity sequence of jobs hands out the range of the node's
  *     group, the one Citus gives the sequences it creates itself (group g:
  *     g * 2^48 + 1 up to (g + 1) * 2^48 + 1), so that ids inserted through
- *     any node are unique and a later metadata sync finds nothing to change.
+ *     any node are unique and a later metadata sync finds nothing to change;
+ *   - queue_stats gets the same columns from statements Citus can plan:
+ *     the counts of each queue from one pass over its unfinished jobs,
+ *     grouped by queue_name (run on each shard), joined to the queues
+ *     afterwards.  The view of one server correlates a subquery per queue
+ *     (LATERAL), which Citus does not plan over a reference table.
  * DDL propagation is off: each node changes only its own copy (the shards
  * are made from the coordinator's definition).  Returns what it changed.
  * Nothing of this runs on plain PostgreSQL.
@@ -1161,10 +1166,69 @@ BEGIN
 		END IF;
 		RETURN NEXT pg_catalog.format('jobs: ids of group %s from %s', grp, lo);
 	END IF;
+
+	IF pg_catalog.strpos(pg_catalog.pg_get_viewdef('jobqueue.queue_stats'::pg_catalog.regclass),
+						 'per_group') = 0 THEN
+		CREATE OR REPLACE VIEW jobqueue.queue_stats AS
+		SELECT q.queue_name,
+			   q.paused,
+			   COALESCE(s.pending, 0) AS pending,
+			   COALESCE(s.ready, 0) AS ready,
+			   COALESCE(s.pending - s.ready, 0) AS scheduled,
+			   COALESCE(s.running, 0) AS running,
+			   COALESCE(s.expiring_soon, 0) AS expiring_soon,
+			   jobqueue.jq_finished_count(q.queue_name, 'succeeded') AS succeeded,
+			   COALESCE(s.dead, 0) AS dead,
+			   jobqueue.jq_finished_count(q.queue_name, 'cancelled') AS cancelled,
+			   s.oldest_ready_age,
+			   s.oldest_dead_age,
+			   COALESCE(s.waiting, 0) AS waiting,
+			   COALESCE(gs.groups_ready, 0) AS groups_ready,
+			   COALESCE(gs.groups_running, 0) AS groups_running,
+			   COALESCE(gs.groups_blocked, 0) AS groups_blocked
+		FROM jobqueue.queues q
+		LEFT JOIN
+			(SELECT j.queue_name,
+					pg_catalog.count(*) FILTER (WHERE j.status = 'pending') AS pending,
+					pg_catalog.count(*) FILTER (WHERE j.status = 'pending'
+						AND j.available_at <= pg_catalog.now()) AS ready,
+					pg_catalog.now() - pg_catalog.min(j.available_at)
+						FILTER (WHERE j.status = 'pending' AND j.available_at <= pg_catalog.now()) AS oldest_ready_age,
+					pg_catalog.count(*) FILTER (WHERE j.status = 'running') AS running,
+					pg_catalog.count(*) FILTER (WHERE j.status = 'running' AND j.lease_expires_at <
+						pg_catalog.now() + GREATEST(interval '5 seconds', rq.lease_duration * 0.1)) AS expiring_soon,
+					pg_catalog.count(*) FILTER (WHERE j.status = 'dead') AS dead,
+					pg_catalog.now() - pg_catalog.min(j.finished_at)
+						FILTER (WHERE j.status = 'dead') AS oldest_dead_age,
+					pg_catalog.count(*) FILTER (WHERE j.status < 'pending') AS waiting
+			 FROM jobqueue.jobs j
+			 JOIN jobqueue.queues rq ON rq.queue_name = j.queue_name
+			 WHERE j.status NOT IN ('succeeded', 'cancelled')
+			 GROUP BY j.queue_name) s ON s.queue_name = q.queue_name
+		LEFT JOIN
+			-- a strictly ordered group is blocked when its oldest unfinished
+			-- job is dead
+			(SELECT per_group.queue_name,
+					pg_catalog.count(*) FILTER (WHERE per_group.ready) AS groups_ready,
+					pg_catalog.count(*) FILTER (WHERE per_group.running) AS groups_running,
+					pg_catalog.count(*) FILTER (WHERE per_group.ordered AND per_group.head = 'dead') AS groups_blocked
+			 FROM (SELECT j.queue_name,
+						  pg_catalog.bool_or(gq.group_ordered) AS ordered,
+						  pg_catalog.bool_or(j.status = 'pending' AND j.available_at <= pg_catalog.now()) AS ready,
+						  pg_catalog.bool_or(j.status = 'running') AS running,
+						  (pg_catalog.array_agg(j.status ORDER BY j.id))[1] AS head
+				   FROM jobqueue.jobs j
+				   JOIN jobqueue.queues gq ON gq.queue_name = j.queue_name
+				   WHERE j.group_key IS NOT NULL AND j.group_key <> ''
+					 AND j.status IN ('pending', 'running', 'dead')
+				   GROUP BY j.queue_name, j.group_key) per_group
+			 GROUP BY per_group.queue_name) gs ON gs.queue_name = q.queue_name;
+		RETURN NEXT 'queue_stats: counts grouped by queue_name';
+	END IF;
 END
 $$;
 COMMENT ON FUNCTION jobqueue.jq_distribute_node() IS
-	'internal, run on every node by jq_distribute(): the primary key and the id range of this node''s copy of jobs';
+	'internal, run on every node by jq_distribute(): the primary key and the id range of this node''s copy of jobs, queue_stats in a form Citus plans';
 REVOKE ALL ON FUNCTION jobqueue.jq_distribute_node() FROM PUBLIC;
 
 /*

@@ -18,6 +18,7 @@
 #include "commands/explain.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/plancache.h"
 #include "utils/timestamp.h"
 
@@ -252,11 +253,25 @@ jq_drop_queue(PG_FUNCTION_ARGS)
 	Oid			argtypes[1] = {TEXTOID};
 	Datum		values[1];
 	int64		njobs;
+	bool		isnull;
+	int			guc_nestlevel = 0;
 
 	force = DatumGetBool(jq_arg_required(fcinfo, 1, "force"));
 	values[0] = CStringGetTextDatum(queue_name);
 
 	jq_spi_connect();
+	if (jq_distributed_mode())
+	{
+		/*
+		 * Citus writes the reference tables below (queues, dependencies)
+		 * only after reads of every shard over one connection per node;
+		 * for this call only (AtEOXact_GUC below)
+		 */
+		guc_nestlevel = NewGUCNestLevel();
+		(void) set_config_option("citus.multi_shard_modify_mode", "sequential",
+								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+								 true, 0, false);
+	}
 	jq_execute_once("lock jobs", "LOCK TABLE jobqueue.jobs IN SHARE ROW EXCLUSIVE MODE",
 					0, NULL, NULL, NULL, SPI_OK_UTILITY);
 	jq_execute_once("lock queue", "SELECT FROM jobqueue.queues q WHERE q.queue_name = $1 FOR UPDATE",
@@ -277,13 +292,29 @@ jq_drop_queue(PG_FUNCTION_ARGS)
 								  njobs, (long long) njobs),
 				 errhint("Use force => true to delete its jobs with it.")));
 
-	/* jobs of other queues must not wait for jobs that vanish */
-	jq_execute_once("find dependents", "SELECT d.job_id, d.depends_on "
-					"FROM jobqueue.job_dependencies d "
-					"JOIN jobqueue.jobs j ON j.id = d.depends_on "
-					"JOIN jobqueue.jobs w ON w.id = d.job_id "
-					"WHERE j.queue_name = $1 AND w.queue_name <> $1 LIMIT 1",
-					1, argtypes, values, NULL, SPI_OK_SELECT);
+	/*
+	 * Jobs of other queues must not wait for jobs that vanish.  On Citus
+	 * the jobs of two queues cannot be joined by id (a repartition join),
+	 * nor a reference table written with a join to the distributed jobs:
+	 * the queue's ids are read on its shard first, as a subquery.
+	 */
+	if (!jq_distributed_mode())
+		jq_execute_once("find dependents", "SELECT d.job_id, d.depends_on "
+						"FROM jobqueue.job_dependencies d "
+						"JOIN jobqueue.jobs j ON j.id = d.depends_on "
+						"JOIN jobqueue.jobs w ON w.id = d.job_id "
+						"WHERE j.queue_name = $1 AND w.queue_name <> $1 LIMIT 1",
+						1, argtypes, values, NULL, SPI_OK_SELECT);
+	else
+		jq_execute_once("find dependents across nodes",
+						"WITH qj AS (SELECT j.id FROM jobqueue.jobs j WHERE j.queue_name = $1), "
+						"dd AS (SELECT d.job_id, d.depends_on FROM jobqueue.job_dependencies d "
+						"       WHERE d.depends_on IN (SELECT qj.id FROM qj) "
+						"         AND d.job_id NOT IN (SELECT qj.id FROM qj)) "
+						"SELECT dd.job_id, dd.depends_on FROM dd "
+						"JOIN jobqueue.jobs w ON w.id = dd.job_id "
+						"ORDER BY dd.job_id, dd.depends_on LIMIT 1",
+						1, argtypes, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed > 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
@@ -292,9 +323,26 @@ jq_drop_queue(PG_FUNCTION_ARGS)
 						   (long long) DatumGetInt64(jq_result(0, 1)),
 						   (long long) DatumGetInt64(jq_result(0, 2))),
 				 errhint("Cancel the dependent jobs first.")));
-	jq_execute_once("drop dependencies", "DELETE FROM jobqueue.job_dependencies d "
-					"USING jobqueue.jobs j WHERE j.id = d.job_id AND j.queue_name = $1",
-					1, argtypes, values, NULL, SPI_OK_DELETE);
+	if (!jq_distributed_mode())
+		jq_execute_once("drop dependencies", "DELETE FROM jobqueue.job_dependencies d "
+						"USING jobqueue.jobs j WHERE j.id = d.job_id AND j.queue_name = $1",
+						1, argtypes, values, NULL, SPI_OK_DELETE);
+	else
+	{
+		Oid			idtypes[1] = {INT8ARRAYOID};
+		Datum		ids[1];
+		char		idnulls[1] = {JQ_NOTNULL};
+
+		/* one statement may not read the shard and write the reference table */
+		jq_execute_once("queue ids", "SELECT pg_catalog.array_agg(j.id) FROM jobqueue.jobs j "
+						"WHERE j.queue_name = $1",
+						1, argtypes, values, NULL, SPI_OK_SELECT);
+		ids[0] = jq_result_nullable(0, 1, &isnull);
+		if (!isnull)
+			jq_execute_once("drop dependencies by id", "DELETE FROM jobqueue.job_dependencies d "
+							"WHERE d.job_id = ANY ($1)",
+							1, idtypes, ids, idnulls, SPI_OK_DELETE);
+	}
 	jq_execute_once("drop jobs", "DELETE FROM jobqueue.jobs j WHERE j.queue_name = $1",
 					1, argtypes, values, NULL, SPI_OK_DELETE);
 	jq_queues_changed();
@@ -303,6 +351,8 @@ jq_drop_queue(PG_FUNCTION_ARGS)
 	if (jq_ordering_installed())
 		jq_execute_once("drop groups", "DELETE FROM jobqueue.groups gr WHERE gr.queue_name = $1",
 						1, argtypes, values, NULL, SPI_OK_DELETE);
+	if (guc_nestlevel > 0)
+		AtEOXact_GUC(true, guc_nestlevel);
 	jq_spi_finish();
 
 	PG_RETURN_VOID();

@@ -266,7 +266,7 @@ jq_claim_fair(Datum *values, JqPlanId plan)
 	memset(fnulls, JQ_NOTNULL, 5);	/* $4 is the lease's end, never NULL */
 	fvalues[5] = Float8GetDatum(jq_epoch_seconds(DatumGetTimestampTz(values[4])));
 	fnulls[5] = JQ_NOTNULL;
-	jq_execute(plan, fvalues, fnulls, SPI_OK_SELECT);
+	jq_execute_queue(plan, fvalues, fnulls, 6, SPI_OK_SELECT);
 }
 
 /*
@@ -283,6 +283,7 @@ jq_claim_run(JqClaimKind kind, const JqQueueSettings *settings,
 	char		gnulls[7];
 	int64		last_pos = 0;
 	uint64		i;
+	bool		rotation_row = false;	/* the read found the cursor's row */
 	JqPlanId	plan = JQ_PLAN_CLAIM_GROUPS;
 	Datum		lvalues[5];
 
@@ -299,7 +300,7 @@ jq_claim_run(JqClaimKind kind, const JqQueueSettings *settings,
 			jq_claim_plain(values, true);
 			return;
 		case JQ_CLAIM_AGED:
-			jq_execute(JQ_PLAN_CLAIM_AGED, values, NULL, SPI_OK_SELECT);
+			jq_execute_queue(JQ_PLAN_CLAIM_AGED, values, NULL, 5, SPI_OK_SELECT);
 			return;
 		case JQ_CLAIM_GROUPS:
 			break;
@@ -326,7 +327,8 @@ jq_claim_run(JqClaimKind kind, const JqQueueSettings *settings,
 	if (settings->round_robin && jq_rotation_installed())
 	{
 		jq_execute(JQ_PLAN_ROTATION_READ, values, NULL, SPI_OK_SELECT);
-		entry->has_cursor = SPI_processed == 1;
+		rotation_row = SPI_processed == 1;
+		entry->has_cursor = rotation_row;
 		if (entry->has_cursor)
 			strlcpy(entry->cursor, jq_result_name(0, 1), sizeof(entry->cursor));
 	}
@@ -343,7 +345,8 @@ jq_claim_run(JqClaimKind kind, const JqQueueSettings *settings,
 	/* the time of the rate tokens (JQ_PLAN_CLAIM_GROUPS) */
 	gvalues[6] = Float8GetDatum(jq_epoch_seconds(DatumGetTimestampTz(values[4])));
 	gnulls[6] = JQ_NOTNULL;
-	jq_execute(plan, gvalues, gnulls, SPI_OK_SELECT);
+	jq_execute_queue(plan, gvalues, gnulls, plan == JQ_PLAN_CLAIM_ORDERED ? 6 : 7,
+					 SPI_OK_SELECT);
 
 	/* the cursor moves to the group served last in rotation order */
 	for (i = 0; i < SPI_processed; i++)
@@ -367,7 +370,13 @@ jq_claim_run(JqClaimKind kind, const JqQueueSettings *settings,
 
 		rvalues[0] = values[0];
 		rvalues[1] = CStringGetTextDatum(entry->cursor);
-		jq_execute(JQ_PLAN_ROTATION_MOVE, rvalues, NULL, SPI_OK_INSERT);
+		/* Citus routes neither CTE of the one statement: two, by the read */
+		if (!jq_distributed_mode())
+			jq_execute(JQ_PLAN_ROTATION_MOVE, rvalues, NULL, SPI_OK_INSERT);
+		else if (rotation_row)
+			jq_execute(JQ_PLAN_ROTATION_UPDATE, rvalues, NULL, SPI_OK_UPDATE);
+		else
+			jq_execute(JQ_PLAN_ROTATION_CREATE, rvalues, NULL, SPI_OK_INSERT);
 		/* the claimed jobs stay the result */
 		SPI_tuptable = tuptable;
 		SPI_processed = processed;

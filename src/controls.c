@@ -505,7 +505,7 @@ jq_expire_batch(const char *queue_name, int max_jobs, TimestampTz now)
 		values[0] = CStringGetTextDatum(queue_name);
 		values[1] = TimestampTzGetDatum(now);
 		values[2] = Int32GetDatum(max_jobs);
-		jq_execute(JQ_PLAN_EXPIRE_QUEUE, values, NULL, SPI_OK_UPDATE_RETURNING);
+		jq_execute_queue(JQ_PLAN_EXPIRE_QUEUE, values, NULL, 3, SPI_OK_UPDATE_RETURNING);
 	}
 	else
 	{

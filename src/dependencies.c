@@ -353,6 +353,17 @@ jq_retry_check_dependencies(int64 job_id)
 	Datum		values[1];
 
 	values[0] = Int64GetDatum(job_id);
+	/*
+	 * On Citus the check locks the dependencies with one statement over
+	 * every shard, which Citus refuses: a job without dependencies (no row
+	 * names it; only its own enqueue adds them) skips it there.
+	 */
+	if (jq_distributed_mode())
+	{
+		jq_execute(JQ_PLAN_HAS_DEPENDENCIES, values, NULL, SPI_OK_SELECT);
+		if (!jq_result_bool(0, 1))
+			return;
+	}
 	jq_execute(JQ_PLAN_RETRY_DEPENDENCIES, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed > 0)
 	{

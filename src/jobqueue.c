@@ -88,6 +88,7 @@ _PG_init(void)
 		shmem_startup_hook = jq_shmem_startup;
 
 		jq_utility_init();
+		jq_delegation_init();
 		if (!IsBinaryUpgrade)
 			jq_launcher_register();
 	}

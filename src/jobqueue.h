@@ -155,6 +155,12 @@ typedef enum JqPlanId
 	JQ_PLAN_DEBOUNCE_PENDING,
 	JQ_PLAN_LOCAL_QUEUES,
 	JQ_PLAN_REAP_QUEUE,
+	JQ_PLAN_ROTATION_UPDATE,
+	JQ_PLAN_ROTATION_CREATE,
+	JQ_PLAN_READY_QUEUE,
+	JQ_PLAN_PURGE_DUE_QUEUE,
+	JQ_PLAN_QUEUE_ROW,
+	JQ_PLAN_HAS_DEPENDENCIES,
 	JQ_NUM_PLANS
 } JqPlanId;
 
@@ -162,6 +168,7 @@ extern SPIPlanPtr jq_plan(JqPlanId id);
 extern const char *jq_plan_sql(JqPlanId id);
 extern const char *jq_plan_name(JqPlanId id);
 extern bool jq_plan_read_only(JqPlanId id);
+extern bool jq_plan_takes_queue_row(JqPlanId id);
 extern bool jq_distributed_mode(void);
 extern void jq_plans_reset(void);
 extern void jq_plans_check_mode(void);
@@ -175,6 +182,10 @@ extern void jq_spi_connect(void);
 extern void jq_spi_finish(void);
 extern void jq_execute(JqPlanId id, Datum *values, const char *nulls,
 					   int rc_expected);
+/* the most parameters of a statement that takes the queue's row (plans.c) */
+#define JQ_QUEUE_ROW_MAX_ARGS 8
+extern void jq_execute_queue(JqPlanId id, Datum *values, const char *nulls,
+							 int nargs, int rc_expected);
 extern void jq_execute_once(const char *name, const char *sql, int nargs,
 							Oid *argtypes, Datum *values, const char *nulls,
 							int rc_expected);
@@ -425,6 +436,17 @@ extern int64 jq_reap_local_batch(int max_jobs, List **woken_queues,
 								 MemoryContext result_cxt, bool *more);
 extern int64 jq_purge_batch(const char *queue_name, Interval *older_than,
 							int max_jobs);
+/*
+ * On Citus: one purge batch for the queues whose shard this node holds,
+ * one JQ_PLAN_PURGE per queue with finished jobs past its retention.
+ */
+extern int64 jq_purge_local_batch(int max_jobs, bool *more);
+/*
+ * On Citus: the queues whose shard this node holds (JQ_PLAN_LOCAL_QUEUES),
+ * in CurrentMemoryContext; with wake set, only those whose listeners are
+ * woken.
+ */
+extern List *jq_local_queues(bool wake);
 
 /*
  * Event counters (counters.c).  The events are counted per queue when the
@@ -706,6 +728,9 @@ extern void jq_launcher_register(void);
 extern void jq_utility_init(void);
 extern PGDLLEXPORT void jq_launcher_main(Datum main_arg);
 extern PGDLLEXPORT void jq_worker_main(Datum main_arg);
+
+/* delegation.c: the planner hook where Citus is loaded */
+extern void jq_delegation_init(void);
 
 /*
  * Worker tasks (worker_tasks.c).  A task's unit runs inside a transaction

@@ -126,6 +126,20 @@ jq_reap_batch(int max_jobs, List **woken_queues, MemoryContext result_cxt)
 	return (int64) reaped;
 }
 
+List *
+jq_local_queues(bool wake)
+{
+	List	   *queues = NIL;
+
+	jq_execute(JQ_PLAN_LOCAL_QUEUES, NULL, NULL, SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		if (!wake || jq_result_bool(i, 2))
+			queues = lappend(queues, jq_result_name(i, 1));
+	}
+	return queues;
+}
+
 int64
 jq_reap_local_batch(int max_jobs, List **woken_queues, MemoryContext result_cxt,
 					bool *more)
@@ -137,9 +151,7 @@ jq_reap_local_batch(int max_jobs, List **woken_queues, MemoryContext result_cxt,
 	int64		reaped = 0;
 
 	*more = false;
-	jq_execute(JQ_PLAN_LOCAL_QUEUES, NULL, NULL, SPI_OK_SELECT);
-	for (uint64 i = 0; i < SPI_processed; i++)
-		queues = lappend(queues, jq_result_name(i, 1));
+	queues = jq_local_queues(false);
 	if (queues == NIL)
 		return 0;
 
@@ -199,6 +211,55 @@ jq_purge_batch(const char *queue_name, Interval *older_than, int max_jobs)
 	jq_execute(JQ_PLAN_PURGE, values, nulls, SPI_OK_DELETE);
 	jq_count(queue_name, JQ_CTR_PURGED, (int64) SPI_processed);
 	return (int64) SPI_processed;
+}
+
+int64
+jq_purge_local_batch(int max_jobs, bool *more)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	List	   *queues = jq_local_queues(false);
+	ListCell   *lc;
+	int64		purged = 0;
+
+	*more = false;
+	foreach(lc, queues)
+	{
+		const char *queue_name = (const char *) lfirst(lc);
+		Datum		values[4];
+		char		nulls[4] = {JQ_NOTNULL, JQ_ISNULL, JQ_NOTNULL, JQ_NOTNULL};
+		ErrorData  *edata;
+
+		if (purged >= max_jobs)
+		{
+			*more = true;
+			break;
+		}
+		values[0] = CStringGetTextDatum(queue_name);
+		values[1] = TimestampTzGetDatum(now);
+		jq_execute(JQ_PLAN_PURGE_DUE_QUEUE, values, NULL, SPI_OK_SELECT);
+		if (!jq_result_bool(0, 1))
+			continue;
+
+		/* older_than NULL: the queue's retention */
+		values[1] = (Datum) 0;
+		values[2] = Int32GetDatum(max_jobs - (int) purged);
+		values[3] = TimestampTzGetDatum(now);
+		if (!jq_execute_subxact(JQ_PLAN_PURGE, values, nulls, SPI_OK_DELETE, &edata))
+		{
+			ereport(WARNING,
+					(errcode(edata->sqlerrcode),
+					 errmsg("could not purge the finished jobs of queue \"%s\": %s",
+							queue_name, edata->message),
+					 errdetail("The worker tries again at its next pass.")));
+			FreeErrorData(edata);
+			continue;
+		}
+		jq_count(queue_name, JQ_CTR_PURGED, (int64) SPI_processed);
+		purged += (int64) SPI_processed;
+	}
+	if (purged >= max_jobs)
+		*more = true;
+	return purged;
 }
 
 /*

@@ -76,8 +76,10 @@
 #include "common/pg_prng.h"
 #include "datatype/timestamp.h"
 #include "catalog/pg_type.h"
+#include "lib/stringinfo.h"
 #include "storage/bufmgr.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/plancache.h"
 #include "utils/rel.h"
 #include "utils/timestamp.h"
@@ -950,6 +952,23 @@
 	"FROM u JOIN c ON c.id = u.id ORDER BY c.rank"
 
 /*
+ * JQ_PLAN_PURGE, the final DELETE's condition starting with FILTER
+ */
+#define JQ_PURGE_SQL(FILTER) \
+	"WITH c AS (SELECT p.id FROM jobqueue.queues q CROSS JOIN " JQ_PURGED_STATUSES_SQL " " \
+	"           CROSS JOIN LATERAL (" \
+	"             SELECT j.id FROM jobqueue.jobs j " \
+	"             WHERE j.queue_name = $1 AND j.status = s.status " \
+	"               AND j.finished_at < $4 - COALESCE($2, q.retention) " \
+	"               AND " JQ_NO_DEPENDENTS_SQL("d") " " \
+	"             ORDER BY j.finished_at LIMIT $3 " \
+	"             FOR UPDATE OF j SKIP LOCKED) p " \
+	"           WHERE q.queue_name = $1 LIMIT $3), " \
+	"e AS (DELETE FROM jobqueue.job_dependencies d " \
+	"      WHERE d.job_id = ANY (ARRAY(SELECT c.id FROM c))) " \
+	"DELETE FROM jobqueue.jobs j WHERE " FILTER "j.id = ANY (ARRAY(SELECT c.id FROM c))"
+
+/*
  * How a statement is planned when jobqueue.jobs is distributed by Citus
  * (jq_distributed_mode()).  On plain PostgreSQL every statement keeps its
  * generic plan.
@@ -971,7 +990,20 @@
  *
  * dist_sql, when set, is the statement's text in distributed mode (same
  * parameters, same columns): JQ_DIST_INSERT_SQL.
+ *
+ * dist_queue_row: in distributed mode the statement reads the queue's row
+ * from one more parameter, its text form (JQ_PLAN_QUEUE_ROW), instead of
+ * from jobqueue.queues: its one "FROM jobqueue.queues q " becomes
+ * JQ_QUEUE_ROW_FROM_SQL.  These are the claims with a policy and the
+ * expiry of a queue's jobs past their start_by that a deadline claim runs
+ * first: jq_claim is delegated with force_delegation, for which Citus
+ * refuses a statement over two colocation groups (the reference table and
+ * the queue's shard).  jq_plan_takes_queue_row() tells the caller, and
+ * jq_execute_queue() (spi.c) passes the row.
  */
+#define JQ_QUEUES_FROM_SQL "FROM jobqueue.queues q "
+#define JQ_QUEUE_ROW_FROM_SQL "FROM (SELECT ($%d::pg_catalog.text::jobqueue.queues).*) q "
+
 typedef enum JqDistPlan
 {
 	JQ_DIST_CUSTOM = 0,
@@ -988,6 +1020,7 @@ typedef struct JqPlanSpec
 	bool		read_only;		/* a SELECT: runs in the caller's snapshot */
 	JqDistPlan	dist;			/* its plan in distributed mode */
 	const char *dist_sql;		/* its text there, when not sql */
+	bool		dist_queue_row; /* there, the queue's row as a last parameter */
 } JqPlanSpec;
 
 static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
@@ -1305,20 +1338,11 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * dependency rows go with it.
 	 */
 	[JQ_PLAN_PURGE] = {
-		"WITH c AS (SELECT p.id FROM jobqueue.queues q CROSS JOIN " JQ_PURGED_STATUSES_SQL " "
-		"           CROSS JOIN LATERAL ("
-		"             SELECT j.id FROM jobqueue.jobs j "
-		"             WHERE j.queue_name = $1 AND j.status = s.status "
-		"               AND j.finished_at < $4 - COALESCE($2, q.retention) "
-		"               AND " JQ_NO_DEPENDENTS_SQL("d") " "
-		"             ORDER BY j.finished_at LIMIT $3 "
-		"             FOR UPDATE OF j SKIP LOCKED) p "
-		"           WHERE q.queue_name = $1 LIMIT $3), "
-		"e AS (DELETE FROM jobqueue.job_dependencies d "
-		"      WHERE d.job_id = ANY (ARRAY(SELECT c.id FROM c))) "
-		"DELETE FROM jobqueue.jobs j WHERE j.id = ANY (ARRAY(SELECT c.id FROM c))",
+		JQ_PURGE_SQL(""),
 		4, {TEXTOID, INTERVALOID, INT4OID, TIMESTAMPTZOID},
-		.name = "purge"
+		.name = "purge",
+		/* the DELETE of jobs on the queue's shard, not on every shard */
+		.dist_sql = JQ_PURGE_SQL("j.queue_name = $1 AND ")
 	},
 	/* JQ_PLAN_QUEUE_NAMES: every queue, for the worker's purge pass */
 	[JQ_PLAN_QUEUE_NAMES] = {
@@ -1764,7 +1788,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"       u.available_at, " JQ_CLAIM_TRACE_SQL("u") " "
 		"FROM u JOIN c ON c.id = u.id ORDER BY c.eff DESC, c.available_at, c.id",
 		5, {TEXTOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID},
-		.name = "claim aged"
+		.name = "claim aged", .dist_queue_row = true
 	},
 	/*
 	 * JQ_PLAN_CLAIM_GROUPS: $1 queue, $2 n, $3 owner, $4 lease expiry, $5 now, $6
@@ -1835,7 +1859,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"      FOR NO KEY UPDATE OF j SKIP LOCKED), "
 		JQ_GROUP_LEASE_RATED_SQL("SELECT l.id FROM l", "$7"),
 		7, {TEXTOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, FLOAT8OID},
-		.name = "claim groups"
+		.name = "claim groups", .dist_queue_row = true
 	},
 	/*
 	 * JQ_PLAN_CLAIM_FAIR: $1 queue, $2 n, $3 owner, $4 lease expiry, $5 now, $6 now
@@ -1901,7 +1925,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"      FOR NO KEY UPDATE OF j SKIP LOCKED), "
 		JQ_GROUP_LEASE_RATED_SQL("SELECT l.id FROM l", "$6"),
 		6, {TEXTOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, FLOAT8OID},
-		.name = "claim fair"
+		.name = "claim fair", .dist_queue_row = true
 	},
 	/*
 	 * JQ_PLAN_CLAIM_GROUPS_DEADLINE: $1 queue, $2 n, $3 owner, $4 lease
@@ -1961,7 +1985,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"      FOR NO KEY UPDATE OF j SKIP LOCKED), "
 		JQ_GROUP_LEASE_RATED_SQL("SELECT l.id FROM l", "$6"),
 		6, {TEXTOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, FLOAT8OID},
-		.name = "claim groups deadline"
+		.name = "claim groups deadline", .dist_queue_row = true
 	},
 	/*
 	 * JQ_PLAN_CLAIM_ORDERED: $1 queue, $2 n, $3 owner, $4 lease expiry, $5 now, $6
@@ -2022,7 +2046,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		JQ_GROUP_LEASE_SQL("SELECT c.id FROM c WHERE c.group_key <> '' "
 						   "UNION ALL SELECT l.id FROM l"),
 		6, {TEXTOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID},
-		.name = "claim ordered"
+		.name = "claim ordered", .dist_queue_row = true
 	},
 	/*
 	 * JQ_PLAN_GROUP_COUNT: $1 queue, $2 group, $3 change of its running
@@ -2517,7 +2541,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"WHERE j.queue_name = $1 AND j.id = ANY (ARRAY(SELECT c.id FROM c)) "
 		"RETURNING " JQ_OUTCOME_SQL("$2", "false", JQ_QUEUE_NOTIFY_FINISHED_SQL),
 		3, {TEXTOID, TIMESTAMPTZOID, INT4OID},
-		.name = "expire queue"
+		.name = "expire queue", .dist_queue_row = true
 	},
 	/*
 	 * JQ_PLAN_EXPIRE_DUE: $1 now, $2 max jobs; JQ_PLAN_EXPIRE_QUEUE for
@@ -2676,10 +2700,12 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		.name = "debounce pending"
 	},	/*
 	 * JQ_PLAN_LOCAL_QUEUES (Citus only): the queues whose shard of jobs has
-	 * its placement on this node, for the worker (jq_reap_local_batch)
+	 * its placement on this node, for the worker (jq_reap_local_batch,
+	 * jq_purge_local_batch, the announce task), each with whether its
+	 * listeners are woken (notify, not paused)
 	 */
 	[JQ_PLAN_LOCAL_QUEUES] = {
-		"SELECT q.queue_name FROM jobqueue.queues q "
+		"SELECT q.queue_name, q.notify AND NOT q.paused FROM jobqueue.queues q "
 		"WHERE EXISTS (SELECT FROM pg_catalog.pg_dist_placement p "
 		"  WHERE p.shardid OPERATOR(pg_catalog.=) "
 		"    pg_catalog.get_shard_id_for_distribution_column('jobqueue.jobs', q.queue_name) "
@@ -2716,6 +2742,94 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		8, {INT4OID, TIMESTAMPTZOID, INT4OID, INT8ARRAYOID, TEXTOID, FLOAT8OID, INT8OID,
 		JSONBOID},
 		.name = "reap queue"
+	},
+	/*
+	 * JQ_PLAN_ROTATION_UPDATE (Citus only): $1 queue, $2 the last group
+	 * served.  JQ_PLAN_ROTATION_MOVE for a queue whose cursor row exists,
+	 * as one statement on the queue's shard: Citus plans the INSERT ...
+	 * SELECT of JQ_PLAN_ROTATION_MOVE through the coordinator, with its
+	 * UPDATE on every shard, and fails on its CTEs' intermediate results.
+	 */
+	[JQ_PLAN_ROTATION_UPDATE] = {
+		"WITH l AS (SELECT r.queue_name FROM jobqueue.group_rotation r "
+		"           WHERE r.queue_name = $1 FOR UPDATE SKIP LOCKED) "
+		"UPDATE jobqueue.group_rotation r SET group_key = $2 "
+		"WHERE r.queue_name = $1 AND EXISTS (SELECT FROM l)",
+		2, {TEXTOID, TEXTOID},
+		.name = "rotation update"
+	},
+	/*
+	 * JQ_PLAN_ROTATION_CREATE (Citus only): $1 queue, $2 the last group
+	 * served.  The cursor row of the queue's first round robin claim (a
+	 * conflict means another claim just created it), as JQ_PLAN_ROTATION_MOVE
+	 * does when the rotation read found no row.
+	 */
+	[JQ_PLAN_ROTATION_CREATE] = {
+		"INSERT INTO jobqueue.group_rotation (queue_name, group_key) "
+		"VALUES ($1, $2) ON CONFLICT (queue_name) DO NOTHING",
+		2, {TEXTOID, TEXTOID},
+		.name = "rotation create"
+	},
+	/*
+	 * JQ_PLAN_QUEUE_ROW (Citus only): $1 queue.  The queue's row as text,
+	 * for the statements marked dist_queue_row; no row for a missing queue.
+	 * Not read-only: the row as committed now, as the statement would
+	 * read it.
+	 */
+	[JQ_PLAN_QUEUE_ROW] = {
+		"SELECT q::pg_catalog.text FROM jobqueue.queues q WHERE q.queue_name = $1",
+		1, {TEXTOID},
+		.name = "queue row"
+	},
+	/*
+	 * JQ_PLAN_READY_QUEUE (Citus only): $1 after, $2 up to, $3 queue.
+	 * JQ_PLAN_READY_QUEUES for one queue, on its shard: the latest
+	 * available_at in ($1, $2] of its pending jobs, NULL when none.
+	 */
+	[JQ_PLAN_READY_QUEUE] = {
+		"WITH RECURSIVE p(priority) AS ("
+		"  (SELECT j.priority FROM jobqueue.jobs j "
+		"   WHERE j.queue_name = $3 AND j.status = 'pending' "
+		"   ORDER BY j.priority DESC LIMIT 1) "
+		"  UNION ALL "
+		"  SELECT (SELECT j.priority FROM jobqueue.jobs j "
+		"          WHERE j.queue_name = $3 AND j.status = 'pending' "
+		"            AND j.priority < p.priority "
+		"          ORDER BY j.priority DESC LIMIT 1) "
+		"  FROM p WHERE p.priority IS NOT NULL) "
+		"SELECT pg_catalog.max((SELECT j.available_at FROM jobqueue.jobs j "
+		"    WHERE j.queue_name = $3 AND j.status = 'pending' "
+		"      AND j.priority = p.priority "
+		"      AND j.available_at > $1 AND j.available_at <= $2 "
+		"    ORDER BY j.available_at DESC LIMIT 1)) "
+		"FROM p WHERE p.priority IS NOT NULL",
+		3, {TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID},
+		.name = "ready queue", .read_only = true
+	},
+	/*
+	 * JQ_PLAN_PURGE_DUE_QUEUE (Citus only): $1 queue, $2 now.  Whether the
+	 * queue has a finished job past its retention, read on its shard before
+	 * JQ_PLAN_PURGE, whose DELETE of dependency rows (a reference table)
+	 * writes to every node even when it deletes nothing.
+	 */
+	[JQ_PLAN_PURGE_DUE_QUEUE] = {
+		"SELECT EXISTS (SELECT FROM jobqueue.queues q CROSS JOIN " JQ_PURGED_STATUSES_SQL " "
+		"  CROSS JOIN LATERAL (SELECT FROM jobqueue.jobs j "
+		"    WHERE j.queue_name = $1 AND j.status = s.status "
+		"      AND j.finished_at < $2 - q.retention LIMIT 1) p "
+		"  WHERE q.queue_name = $1)",
+		2, {TEXTOID, TIMESTAMPTZOID},
+		.name = "purge due queue", .read_only = true
+	},
+	/*
+	 * JQ_PLAN_HAS_DEPENDENCIES (Citus only): $1 id.  Whether a row of
+	 * job_dependencies (a reference table there, on every node) names the
+	 * job as waiting, before jq_retry's JQ_PLAN_RETRY_DEPENDENCIES.
+	 */
+	[JQ_PLAN_HAS_DEPENDENCIES] = {
+		"SELECT EXISTS (SELECT FROM jobqueue.job_dependencies d WHERE d.job_id = $1)",
+		1, {INT8OID},
+		.name = "has dependencies", .read_only = true
 	},
 
 };
@@ -2939,14 +3053,19 @@ SPIPlanPtr
 jq_plan(JqPlanId id)
 {
 	SPIPlanPtr	plan;
+	Oid			argtypes[lengthof(plan_specs[0].argtypes) + 1];
+	int			nargs;
 
 	Assert(id >= 0 && id < JQ_NUM_PLANS);
 	jq_plans_check_size();
 	if (plans[id] != NULL)
 		return plans[id];
 
-	plan = SPI_prepare_cursor(jq_plan_sql(id), plan_specs[id].nargs,
-							  (Oid *) plan_specs[id].argtypes,
+	nargs = plan_specs[id].nargs;
+	memcpy(argtypes, plan_specs[id].argtypes, sizeof(plan_specs[id].argtypes));
+	if (jq_plan_takes_queue_row(id))
+		argtypes[nargs++] = TEXTOID;
+	plan = SPI_prepare_cursor(jq_plan_sql(id), nargs, argtypes,
 							  jq_distributed_mode() &&
 							  plan_specs[id].dist != JQ_DIST_GENERIC ?
 							  CURSOR_OPT_CUSTOM_PLAN : CURSOR_OPT_GENERIC_PLAN);
@@ -2964,10 +3083,43 @@ jq_plan(JqPlanId id)
 const char *
 jq_plan_sql(JqPlanId id)
 {
+	static char *queue_row_sql[JQ_NUM_PLANS];
+
 	Assert(id >= 0 && id < JQ_NUM_PLANS);
 	if (plan_specs[id].dist_sql != NULL && jq_distributed_mode())
 		return plan_specs[id].dist_sql;
+	if (jq_plan_takes_queue_row(id))
+	{
+		if (queue_row_sql[id] == NULL)
+		{
+			const char *sql = plan_specs[id].sql;
+			const char *at = strstr(sql, JQ_QUEUES_FROM_SQL);
+			StringInfoData buf;
+
+			if (at == NULL || strstr(at + 1, JQ_QUEUES_FROM_SQL) != NULL)
+				elog(ERROR, "jobqueue statement \"%s\" does not read one queue row",
+					 plan_specs[id].name);
+			initStringInfo(&buf);
+			appendBinaryStringInfo(&buf, sql, at - sql);
+			appendStringInfo(&buf, JQ_QUEUE_ROW_FROM_SQL, plan_specs[id].nargs + 1);
+			appendStringInfoString(&buf, at + strlen(JQ_QUEUES_FROM_SQL));
+			queue_row_sql[id] = MemoryContextStrdup(TopMemoryContext, buf.data);
+			pfree(buf.data);
+		}
+		return queue_row_sql[id];
+	}
 	return plan_specs[id].sql;
+}
+
+/*
+ * Does statement id take the queue's row as its last parameter, one after
+ * its own (dist_queue_row, in distributed mode)?  Connected to SPI.
+ */
+bool
+jq_plan_takes_queue_row(JqPlanId id)
+{
+	Assert(id >= 0 && id < JQ_NUM_PLANS);
+	return plan_specs[id].dist_queue_row && jq_distributed_mode();
 }
 
 /* The name of statement id, for error messages. */

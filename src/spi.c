@@ -88,6 +88,40 @@ jq_execute(JqPlanId id, Datum *values, const char *nulls, int rc_expected)
 }
 
 /*
+ * Run kept statement id of the queue values[0], with its nargs parameters
+ * (nulls: NULL for none null).  In distributed mode a statement that takes
+ * the queue's row (jq_plan_takes_queue_row) gets it as one more parameter,
+ * read first (JQ_PLAN_QUEUE_ROW; NULL for a missing queue): jq_claim runs
+ * delegated to the queue's node with force_delegation, where Citus refuses
+ * a statement that reads the reference table queues beside the queue's
+ * shard.  Otherwise as jq_execute.
+ */
+void
+jq_execute_queue(JqPlanId id, Datum *values, const char *nulls, int nargs,
+				 int rc_expected)
+{
+	Datum		qvalues[JQ_QUEUE_ROW_MAX_ARGS + 1];
+	char		qnulls[JQ_QUEUE_ROW_MAX_ARGS + 1];
+	bool		isnull = true;
+
+	if (!jq_plan_takes_queue_row(id))
+	{
+		jq_execute(id, values, nulls, rc_expected);
+		return;
+	}
+	Assert(nargs <= JQ_QUEUE_ROW_MAX_ARGS);
+	memcpy(qvalues, values, nargs * sizeof(Datum));
+	if (nulls != NULL)
+		memcpy(qnulls, nulls, nargs);
+	else
+		memset(qnulls, JQ_NOTNULL, nargs);
+	jq_execute(JQ_PLAN_QUEUE_ROW, values, NULL, SPI_OK_SELECT);
+	qvalues[nargs] = SPI_processed == 1 ? jq_result_nullable(0, 1, &isnull) : (Datum) 0;
+	qnulls[nargs] = isnull ? JQ_ISNULL : JQ_NOTNULL;
+	jq_execute(id, qvalues, qnulls, rc_expected);
+}
+
+/*
  * Run a one-off statement (administration, cold paths) named name, with
  * parameters; raise an error unless it returned rc_expected.
  */

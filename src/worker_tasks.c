@@ -108,19 +108,33 @@ jq_add_name(List *list, const char *name, MemoryContext cxt)
 }
 
 /*
- * On Citus (jq_distributed_mode()) the announce and purge statements, and
- * the expiry of deadlines and the repair of group counters in the reap
- * task, would run on every shard, FOR UPDATE across shards, which Citus
- * refuses; their per-node form, on the shards the node holds, is not
- * written yet (docs/scale-out.md).  They do nothing there: no error every
- * pass.  The reap itself visits the node's queues (jq_reap_local_batch).
+ * On Citus (jq_distributed_mode()) every task works on the queues whose
+ * shard this node holds, one statement on the shard per queue: the reap
+ * (jq_reap_local_batch) with the expiry of deadlines (jq_expire_local),
+ * the announce (JQ_PLAN_READY_QUEUE) and the purge (jq_purge_local_batch).
+ * The statements of one server would run on every shard, FOR UPDATE across
+ * shards, which Citus refuses.  The repair of group counters in the reap
+ * task has no per-node form yet (docs/scale-out.md) and is left out there.
+ */
+
+/*
+ * On Citus: the jobs past their start_by of the queues whose shard this
+ * node holds, queue by queue, up to max_jobs in all
  */
 static int64
-jq_task_skip_distributed(bool *more)
+jq_expire_local(int max_jobs, TimestampTz now)
 {
-	*more = false;
-	next_lease_expiry = 0;
-	return 0;
+	List	   *queues = jq_local_queues(false);
+	ListCell   *lc;
+	int64		n = 0;
+
+	foreach(lc, queues)
+	{
+		if (n >= max_jobs)
+			break;
+		n += jq_expire_batch((const char *) lfirst(lc), max_jobs - (int) n, now);
+	}
+	return n;
 }
 
 /*
@@ -148,8 +162,11 @@ jq_task_reap(TimestampTz now, List **ready, MemoryContext cxt, bool *more)
 	{
 		/* the node's own queues; back at the next interval to look again */
 		n = jq_reap_local_batch(jq_reap_batch_size, ready, cxt, more);
+		expired = jq_expire_local(jq_reap_batch_size, now);
+		if (expired >= jq_reap_batch_size)
+			*more = true;
 		next_lease_expiry = now;
-		return n;
+		return n + expired;
 	}
 	n = jq_reap_batch(jq_reap_batch_size, ready, cxt);
 	/* jobs past their deadline (controls.c), in the same short unit */
@@ -177,6 +194,49 @@ jq_task_reap(TimestampTz now, List **ready, MemoryContext cxt, bool *more)
 }
 
 /*
+ * Add queue_name, whose latest job became ready at latest, to *ready unless
+ * it was announced since: its jobs were ready when a commit's mark
+ * announced the queue.
+ */
+static void
+jq_announce_candidate(const char *queue_name, TimestampTz latest, List **ready,
+					  MemoryContext cxt)
+{
+	JqAnnounced *a = jq_announced_find(queue_name);
+
+	if (a != NULL && a->at >= latest)
+		return;
+	*ready = jq_add_name(*ready, queue_name, cxt);
+}
+
+/*
+ * JQ_PLAN_READY_QUEUES on Citus: the node's queues whose listeners are
+ * woken, each read on its shard (values: after, up to)
+ */
+static void
+jq_announce_local(Datum *values, List **ready, MemoryContext cxt)
+{
+	List	   *queues = jq_local_queues(true);
+	ListCell   *lc;
+	Datum		qvalues[3];
+
+	qvalues[0] = values[0];
+	qvalues[1] = values[1];
+	foreach(lc, queues)
+	{
+		const char *queue_name = (const char *) lfirst(lc);
+		bool		isnull;
+		Datum		latest;
+
+		qvalues[2] = CStringGetTextDatum(queue_name);
+		jq_execute(JQ_PLAN_READY_QUEUE, qvalues, NULL, SPI_OK_SELECT);
+		latest = jq_result_nullable(0, 1, &isnull);
+		if (!isnull)
+			jq_announce_candidate(queue_name, DatumGetTimestampTz(latest), ready, cxt);
+	}
+}
+
+/*
  * Announce: one NOTIFY per queue (with notifications on, not paused) whose
  * delayed or backed-off jobs became ready since the last check, plus the
  * queues reaping made ready.  Notifications are sent when this transaction
@@ -190,24 +250,17 @@ jq_task_announce(TimestampTz now, List **ready, MemoryContext cxt, bool *more)
 	uint64		i;
 	int64		n = 0;
 
-	if (jq_distributed_mode())
-	{
-		*ready = NIL;
-		return jq_task_skip_distributed(more);
-	}
 	values[0] = TimestampTzGetDatum(jq_ready_checked_until);
 	values[1] = TimestampTzGetDatum(now);
-	jq_execute(JQ_PLAN_READY_QUEUES, values, NULL, SPI_OK_SELECT);
-	for (i = 0; i < SPI_processed; i++)
+	if (jq_distributed_mode())
+		jq_announce_local(values, ready, cxt);
+	else
 	{
-		char	   *queue_name = jq_result_name(i, 1);
-		TimestampTz latest = DatumGetTimestampTz(jq_result(i, 2));
-		JqAnnounced *a = jq_announced_find(queue_name);
-
-		/* its jobs were ready when a commit's mark announced the queue */
-		if (a != NULL && a->at >= latest)
-			continue;
-		*ready = jq_add_name(*ready, queue_name, cxt);
+		jq_execute(JQ_PLAN_READY_QUEUES, values, NULL, SPI_OK_SELECT);
+		for (i = 0; i < SPI_processed; i++)
+			jq_announce_candidate(jq_result_name(i, 1),
+								  DatumGetTimestampTz(jq_result(i, 2)),
+								  ready, cxt);
 	}
 	foreach(lc, *ready)
 	{
@@ -223,7 +276,7 @@ jq_task_announce(TimestampTz now, List **ready, MemoryContext cxt, bool *more)
 
 /*
  * Purge: one batch of finished jobs past their queue's retention, across
- * all queues, oldest first within each queue.
+ * all queues (on Citus, the node's), oldest first within each queue.
  */
 static int64
 jq_task_purge(TimestampTz now, List **ready, MemoryContext cxt, bool *more)
@@ -233,7 +286,7 @@ jq_task_purge(TimestampTz now, List **ready, MemoryContext cxt, bool *more)
 	uint64		i;
 
 	if (jq_distributed_mode())
-		return jq_task_skip_distributed(more);
+		return jq_purge_local_batch(jq_purge_batch_size, more);
 	values[0] = Int32GetDatum(jq_purge_batch_size);
 	values[1] = TimestampTzGetDatum(now);
 	jq_execute(JQ_PLAN_PURGE_DUE, values, NULL, SPI_OK_SELECT);
