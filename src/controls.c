@@ -27,12 +27,9 @@
 
 #include <math.h>
 
-#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
-#include "storage/lmgr.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
 /* The largest declared cost of a job, in seconds of worker time */
@@ -164,12 +161,7 @@ jq_enqueue_controlled(const char *queue_name, const JqEnqueueControls *c,
 	bool		start_by_null;
 	int64		job_id;
 
-	/* the lock before the settings, as in jq_enqueue_values (lifecycle.c) */
-	LockRelationOid(get_relname_relid("jobs", get_namespace_oid("jobqueue", false)),
-					RowExclusiveLock);
-	settings = jq_queue_settings(queue_name);
-	if (!settings->exists)
-		jq_raise_unknown_queue(queue_name);
+	settings = jq_enqueue_settings(queue_name);
 	if (jq_queue_admits(settings))
 	{
 		Datum		key = values[7];
@@ -242,17 +234,7 @@ jq_enqueue_controlled(const char *queue_name, const JqEnqueueControls *c,
 		return job_id;
 	}
 
-	/* the queue's defaults, from the settings read under the lock */
-	if (cnulls[4] == JQ_ISNULL)
-	{
-		cvalues[4] = Int32GetDatum(settings->max_attempts);
-		cnulls[4] = JQ_NOTNULL;
-	}
-	if (cnulls[7] == JQ_ISNULL && settings->group_policy)
-	{
-		cvalues[7] = CStringGetTextDatum("");
-		cnulls[7] = JQ_NOTNULL;
-	}
+	jq_enqueue_defaults(settings, cvalues, cnulls);
 	cvalues[10] = BoolGetDatum(settings->notify);
 	cnulls[10] = JQ_NOTNULL;
 	jq_execute(cnulls[5] == JQ_ISNULL ? JQ_PLAN_ENQUEUE_CONTROLLED :

@@ -335,6 +335,9 @@ typedef struct JqQueueSettings
 } JqQueueSettings;
 
 extern const JqQueueSettings *jq_queue_settings(const char *queue_name);
+extern const JqQueueSettings *jq_enqueue_settings(const char *queue_name);
+extern void jq_enqueue_defaults(const JqQueueSettings *settings, Datum *values,
+								char *nulls);
 extern void jq_queues_changed(void);
 extern void jq_queues_changed_elsewhere(void);
 extern void jq_completion_queues(Datum *notify_finished, Datum *delete_on_success);

@@ -26,15 +26,12 @@
 #include "jobqueue.h"
 
 #include "access/htup_details.h"
-#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "mb/pg_wchar.h"
-#include "storage/lmgr.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/jsonb.h"
-#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
 /*
@@ -121,39 +118,19 @@ jq_lifecycle_guc_init(void)
  * queue's row, so that it is a plain INSERT ... VALUES (plans.c).  values
  * and nulls are JQ_PLAN_ENQUEUE_GROUPED's first eight parameters.
  *
- * The lock on jobs that the INSERT takes anyway is taken first, before the
- * settings are looked at: jq_drop_queue and a change of the group policy
- * (jq_ordering_set_policy) hold a lock on jobs that conflicts with it until
- * they commit, and their commit moves the cache's counter before that lock
- * is released.  So a queue dropped while the enqueue waited is seen gone,
- * and a job without a group gets the group '' when its queue has a group
- * policy now.  No row back (SPI_processed 0) means an existing key.
+ * The settings are read under the table's lock (jq_enqueue_settings).  No
+ * row back (SPI_processed 0) means an existing key.
  */
 static void
 jq_enqueue_values(const char *queue_name, Datum *values, const char *nulls)
 {
-	const JqQueueSettings *settings;
+	const JqQueueSettings *settings = jq_enqueue_settings(queue_name);
 	Datum		uvalues[9];
 	char		unulls[9];
 
-	LockRelationOid(get_relname_relid("jobs", get_namespace_oid("jobqueue", false)),
-					RowExclusiveLock);
-	settings = jq_queue_settings(queue_name);
-	if (!settings->exists)
-		jq_raise_unknown_queue(queue_name);
 	memcpy(uvalues, values, 8 * sizeof(Datum));
 	memcpy(unulls, nulls, 8);
-	if (unulls[4] == JQ_ISNULL)
-	{
-		uvalues[4] = Int32GetDatum(settings->max_attempts);
-		unulls[4] = JQ_NOTNULL;
-	}
-	/* in a queue with a group policy, no group is the group '' */
-	if (unulls[7] == JQ_ISNULL && settings->group_policy)
-	{
-		uvalues[7] = CStringGetTextDatum("");
-		unulls[7] = JQ_NOTNULL;
-	}
+	jq_enqueue_defaults(settings, uvalues, unulls);
 	uvalues[8] = BoolGetDatum(settings->notify);
 	unulls[8] = JQ_NOTNULL;
 	jq_execute(nulls[5] == JQ_ISNULL ? JQ_PLAN_ENQUEUE_UNKEYED : JQ_PLAN_ENQUEUE_GROUPED,

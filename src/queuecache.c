@@ -47,6 +47,7 @@
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
+#include "storage/lmgr.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
@@ -306,4 +307,47 @@ jq_queue_settings(const char *queue_name)
 	entry->fair_share = settings.fair_share;
 	entry->half_life_secs = settings.half_life_secs;
 	return entry;
+}
+
+/*
+ * The settings of queue_name for an enqueue, read under the lock on jobs
+ * that its INSERT takes anyway: jq_drop_queue and a change of the group
+ * policy (jq_ordering_set_policy) hold a lock on jobs that conflicts with
+ * it until they commit, and their commit moves the cache's counter before
+ * that lock is released.  So a queue dropped while the enqueue waited is
+ * seen gone, and a job without a group gets the group '' when its queue
+ * has a group policy now.  Raises the unknown-queue error.  Must be called
+ * while connected to SPI.
+ */
+const JqQueueSettings *
+jq_enqueue_settings(const char *queue_name)
+{
+	const JqQueueSettings *settings;
+
+	LockRelationOid(get_relname_relid("jobs", get_namespace_oid("jobqueue", false)),
+					RowExclusiveLock);
+	settings = jq_queue_settings(queue_name);
+	if (!settings->exists)
+		jq_raise_unknown_queue(queue_name);
+	return settings;
+}
+
+/*
+ * The queue's defaults in an enqueue's parameters (laid out as
+ * JQ_PLAN_ENQUEUE_GROUPED's): $5 its max_attempts when NULL, and $8 the
+ * group '' for a job without a group in a queue with a group policy.
+ */
+void
+jq_enqueue_defaults(const JqQueueSettings *settings, Datum *values, char *nulls)
+{
+	if (nulls[4] == JQ_ISNULL)
+	{
+		values[4] = Int32GetDatum(settings->max_attempts);
+		nulls[4] = JQ_NOTNULL;
+	}
+	if (nulls[7] == JQ_ISNULL && settings->group_policy)
+	{
+		values[7] = CStringGetTextDatum("");
+		nulls[7] = JQ_NOTNULL;
+	}
 }
