@@ -162,30 +162,89 @@ jq_claim_plan_of(const char *queue_name)
 	return JQ_PLAN_CLAIM_PLAIN;
 }
 
-/* Claim order of two leased jobs (by priority, column 7, and available_at) */
-static int
-jq_claim_order_cmp(const void *a, const void *b, void *arg)
+/*
+ * The claim order of a leased job, read from its row once: the rows are
+ * sorted by these copies, since every read of a column of a row with NULLs
+ * walks the row from its start (the trace columns come before priority).
+ */
+typedef struct JqClaimOrderKey
 {
-	TupleDesc	tupdesc = (TupleDesc) arg;
-	HeapTuple	ta = *(const HeapTuple *) a;
-	HeapTuple	tb = *(const HeapTuple *) b;
-	bool		isnull;
-	int32		pa = DatumGetInt32(SPI_getbinval(ta, tupdesc, JQ_CLAIM_NCOLS + 1, &isnull));
-	int32		pb = DatumGetInt32(SPI_getbinval(tb, tupdesc, JQ_CLAIM_NCOLS + 1, &isnull));
-	TimestampTz aa;
-	TimestampTz ab;
-	int64		ia;
-	int64		ib;
+	HeapTuple	tuple;
+	int64		id;
+	TimestampTz available_at;
+	TimestampTz start_by;
+	int32		priority;
+	bool		has_start_by;
+} JqClaimOrderKey;
 
-	if (pa != pb)
-		return pa > pb ? -1 : 1;	/* priority DESC */
-	aa = DatumGetTimestampTz(SPI_getbinval(ta, tupdesc, JQ_CLAIM_AVAILABLE, &isnull));
-	ab = DatumGetTimestampTz(SPI_getbinval(tb, tupdesc, JQ_CLAIM_AVAILABLE, &isnull));
-	if (aa != ab)
-		return aa < ab ? -1 : 1;
-	ia = DatumGetInt64(SPI_getbinval(ta, tupdesc, 1, &isnull));
-	ib = DatumGetInt64(SPI_getbinval(tb, tupdesc, 1, &isnull));
-	return ia < ib ? -1 : (ia > ib ? 1 : 0);
+/* Claim order of two leased jobs: priority DESC, available_at, id */
+static int
+jq_claim_order_cmp(const void *a, const void *b)
+{
+	const JqClaimOrderKey *ka = (const JqClaimOrderKey *) a;
+	const JqClaimOrderKey *kb = (const JqClaimOrderKey *) b;
+
+	if (ka->priority != kb->priority)
+		return ka->priority > kb->priority ? -1 : 1;
+	if (ka->available_at != kb->available_at)
+		return ka->available_at < kb->available_at ? -1 : 1;
+	return ka->id < kb->id ? -1 : (ka->id > kb->id ? 1 : 0);
+}
+
+/*
+ * Claim order of two jobs leased by a deadline claim: earliest start_by
+ * first, jobs without one after, then as jq_claim_order_cmp.
+ */
+static int
+jq_deadline_order_cmp(const void *a, const void *b)
+{
+	const JqClaimOrderKey *ka = (const JqClaimOrderKey *) a;
+	const JqClaimOrderKey *kb = (const JqClaimOrderKey *) b;
+
+	if (ka->has_start_by != kb->has_start_by)
+		return ka->has_start_by ? -1 : 1;
+	if (ka->has_start_by && ka->start_by != kb->start_by)
+		return ka->start_by < kb->start_by ? -1 : 1;
+	return jq_claim_order_cmp(a, b);
+}
+
+/*
+ * Put the rows of SPI_tuptable (leased jobs: id first, available_at in
+ * JQ_CLAIM_AVAILABLE, priority in JQ_CLAIM_NCOLS + 1 and, with deadline,
+ * start_by in JQ_CLAIM_NCOLS + 2) in claim order.
+ */
+static void
+jq_sort_claimed(bool deadline)
+{
+	SPITupleTable *tuptable = SPI_tuptable;
+	TupleDesc	tupdesc = tuptable->tupdesc;
+	uint64		n = SPI_processed;
+	JqClaimOrderKey *keys = palloc(n * sizeof(JqClaimOrderKey));
+	Datum	   *values = palloc(tupdesc->natts * sizeof(Datum));
+	bool	   *isnull = palloc(tupdesc->natts * sizeof(bool));
+	uint64		i;
+
+	Assert(tupdesc->natts >= JQ_CLAIM_NCOLS + (deadline ? 2 : 1));
+	for (i = 0; i < n; i++)
+	{
+		JqClaimOrderKey *k = &keys[i];
+
+		heap_deform_tuple(tuptable->vals[i], tupdesc, values, isnull);
+		k->tuple = tuptable->vals[i];
+		k->id = DatumGetInt64(values[0]);
+		k->available_at = DatumGetTimestampTz(values[JQ_CLAIM_AVAILABLE - 1]);
+		k->priority = DatumGetInt32(values[JQ_CLAIM_NCOLS]);
+		k->has_start_by = deadline && !isnull[JQ_CLAIM_NCOLS + 1];
+		k->start_by = k->has_start_by ?
+			DatumGetTimestampTz(values[JQ_CLAIM_NCOLS + 1]) : 0;
+	}
+	qsort(keys, n, sizeof(JqClaimOrderKey),
+		  deadline ? jq_deadline_order_cmp : jq_claim_order_cmp);
+	for (i = 0; i < n; i++)
+		tuptable->vals[i] = keys[i].tuple;
+	pfree(keys);
+	pfree(values);
+	pfree(isnull);
 }
 
 /*
@@ -209,29 +268,6 @@ jq_claim_lease_end(const JqQueueSettings *settings, Datum *values,
 }
 
 /*
- * Claim order of two jobs leased by a deadline claim: earliest start_by
- * (column JQ_CLAIM_NCOLS + 2) first, jobs without one after, then by
- * priority, available_at and id as jq_claim_order_cmp.
- */
-static int
-jq_deadline_order_cmp(const void *a, const void *b, void *arg)
-{
-	TupleDesc	tupdesc = (TupleDesc) arg;
-	HeapTuple	ta = *(const HeapTuple *) a;
-	HeapTuple	tb = *(const HeapTuple *) b;
-	bool		na;
-	bool		nb;
-	TimestampTz da = DatumGetTimestampTz(SPI_getbinval(ta, tupdesc, JQ_CLAIM_NCOLS + 2, &na));
-	TimestampTz db = DatumGetTimestampTz(SPI_getbinval(tb, tupdesc, JQ_CLAIM_NCOLS + 2, &nb));
-
-	if (na != nb)
-		return na ? 1 : -1;
-	if (!na && da != db)
-		return da < db ? -1 : 1;
-	return jq_claim_order_cmp(a, b, arg);
-}
-
-/*
  * The claim of a queue without a policy (JQ_PLAN_CLAIM_PLAIN), or with
  * deadline order and no group policy (JQ_PLAN_CLAIM_DEADLINE); values[3]
  * is the lease's end.  The jobs come back in id order and are put in claim
@@ -243,9 +279,7 @@ jq_claim_plain(Datum *values, bool deadline)
 	jq_execute(deadline ? JQ_PLAN_CLAIM_DEADLINE : JQ_PLAN_CLAIM_PLAIN,
 			   values, NULL, SPI_OK_UPDATE_RETURNING);
 	if (SPI_processed > 1)
-		qsort_arg(SPI_tuptable->vals, SPI_processed, sizeof(HeapTuple),
-				  deadline ? jq_deadline_order_cmp : jq_claim_order_cmp,
-				  SPI_tuptable->tupdesc);
+		jq_sort_claimed(deadline);
 }
 
 /*
@@ -514,31 +548,46 @@ jq_claim_batch(const JqClaimArgs *args, TimestampTz now,
 	/* leases that may expire: the worker pool should come by soon */
 	if (nclaimed > 0)
 		jq_note_activity();
-	for (i = 0; i < nclaimed; i++)
+	if (nclaimed > 0)
 	{
-		Datum		row[8];
-		bool		rownulls[8];
-		int			col;
-		bool		isnull;
-		Datum		available;
+		TupleDesc	spi_tupdesc = SPI_tuptable->tupdesc;
+		Datum	   *cols = palloc(spi_tupdesc->natts * sizeof(Datum));
+		bool	   *colnulls = palloc(spi_tupdesc->natts * sizeof(bool));
 
-		/*
-		 * The first five columns; the trace context when jq_claim's
-		 * definition has it (1.4); a statement returns more.
-		 */
-		for (col = 0; col < 5; col++)
-			row[col] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
-									 col + 1, &rownulls[col]);
-		for (; col < tupdesc->natts && col < 8; col++)
-			row[col] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
-									 JQ_CLAIM_TRACEPARENT + col - 5, &rownulls[col]);
-		tuplestore_putvalues(tupstore, tupdesc, row, rownulls);
-		/* the wait: since the job became claimable */
-		available = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
-								  JQ_CLAIM_AVAILABLE, &isnull);
-		if (!isnull)
-			jq_count_latency(queue_name, JQ_LAT_WAIT,
-							 now - DatumGetTimestampTz(available));
+		Assert(spi_tupdesc->natts >= JQ_CLAIM_AVAILABLE);
+		for (i = 0; i < nclaimed; i++)
+		{
+			Datum		row[8];
+			bool		rownulls[8];
+			int			col;
+
+			/*
+			 * The first five columns; the trace context when jq_claim's
+			 * definition has it (1.4); a statement returns more.  One
+			 * pass over the row: a read of one column of a row with
+			 * NULLs walks it from its start.
+			 */
+			heap_deform_tuple(SPI_tuptable->vals[i], spi_tupdesc, cols, colnulls);
+			for (col = 0; col < 5; col++)
+			{
+				row[col] = cols[col];
+				rownulls[col] = colnulls[col];
+			}
+			for (; col < tupdesc->natts && col < 8; col++)
+			{
+				int			from = JQ_CLAIM_TRACEPARENT - 1 + col - 5;
+
+				row[col] = from < spi_tupdesc->natts ? cols[from] : (Datum) 0;
+				rownulls[col] = from < spi_tupdesc->natts ? colnulls[from] : true;
+			}
+			tuplestore_putvalues(tupstore, tupdesc, row, rownulls);
+			/* the wait: since the job became claimable */
+			if (!colnulls[JQ_CLAIM_AVAILABLE - 1])
+				jq_count_latency(queue_name, JQ_LAT_WAIT,
+								 now - DatumGetTimestampTz(cols[JQ_CLAIM_AVAILABLE - 1]));
+		}
+		pfree(cols);
+		pfree(colnulls);
 	}
 	jq_count_call(queue_name, JQ_CTR_CLAIM_CALLS, &start);
 	return nclaimed;

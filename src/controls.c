@@ -174,8 +174,11 @@ jq_enqueue_controlled(const char *queue_name, const JqEnqueueControls *c,
 	available_at = nulls[3] == JQ_ISNULL ? now : DatumGetTimestampTz(values[3]);
 	if (c->debounce_key != NULL)
 	{
-		/* the quiet period, from the call on (or from run_at) */
-		TimestampTz until = 0;
+		/*
+		 * the quiet period, from the call on (or from run_at); no bound is
+		 * infinity, which also marks the job as debounced and never claimed
+		 */
+		TimestampTz until = DT_NOEND;
 
 		if (c->debounce != NULL)
 			available_at = jq_timestamp_plus(available_at, c->debounce);
@@ -191,7 +194,7 @@ jq_enqueue_controlled(const char *queue_name, const JqEnqueueControls *c,
 		cvalues[5] = PointerGetDatum(c->debounce_key);
 		cnulls[5] = JQ_NOTNULL;
 		cvalues[10] = TimestampTzGetDatum(until);
-		cnulls[10] = c->debounce_max_wait != NULL ? JQ_NOTNULL : JQ_ISNULL;
+		cnulls[10] = JQ_NOTNULL;
 	}
 	start_by = jq_job_start_by(c, settings, available_at, &start_by_null);
 	cvalues[8] = TimestampTzGetDatum(start_by);

@@ -208,20 +208,25 @@
 
 /*
  * pending -> running (claim): lease to owner $3 from now $5 until EXPIRES;
- * every claim adds 1 to the token.
+ * every claim adds 1 to the token.  JQ_LEASE_SET_1_1_SQL is the claim of a
+ * schema from before 1.2 (JQ_PLAN_CLAIM); the claims of 1.4 also end the
+ * job's time as a debounced job (debounce_until NULL moves it out of
+ * jobs_debounce_key_idx for good).
  */
-#define JQ_LEASE_SET_SQL(EXPIRES) \
+#define JQ_LEASE_SET_1_1_SQL(EXPIRES) \
 	"status = 'running', attempt_count = j.attempt_count + 1, " \
 	"lease_owner = $3, lease_token = j.lease_token + 1, started_at = $5, " \
 	"lease_expires_at = " EXPIRES
+#define JQ_LEASE_SET_SQL(EXPIRES) \
+	JQ_LEASE_SET_1_1_SQL(EXPIRES) ", debounce_until = NULL"
 
 /*
- * The claim's lease of the jobs IDS (a subquery) of queue $1 until EXPIRES,
- * when CTE q (the queue's row, if it may be claimed from) has a row.
- * RETURNING is the caller's.
+ * The claim's lease of the jobs IDS (a subquery) of queue $1 (SET, one of
+ * the two above), when CTE q (the queue's row, if it may be claimed from)
+ * has a row.  RETURNING is the caller's.
  */
-#define JQ_LEASE_UNTIL_SQL(IDS, EXPIRES) \
-	"UPDATE jobqueue.jobs j SET " JQ_LEASE_SET_SQL(EXPIRES) " " \
+#define JQ_LEASE_UNTIL_SQL(IDS, SET) \
+	"UPDATE jobqueue.jobs j SET " SET " " \
 	"FROM q WHERE j.queue_name = $1 AND j.id = ANY (ARRAY(" IDS "))"
 
 /*
@@ -230,7 +235,7 @@
  * max_runtime)), so that the UPDATE applies no STABLE function
  * (timestamptz + interval) to the queue's columns.
  */
-#define JQ_LEASE_SQL(IDS) JQ_LEASE_UNTIL_SQL(IDS, "$4")
+#define JQ_LEASE_SQL(IDS) JQ_LEASE_UNTIL_SQL(IDS, JQ_LEASE_SET_SQL("$4"))
 
 /*
  * The trace context a claim returns of job X (columns JQ_CLAIM_TRACEPARENT
@@ -364,7 +369,7 @@
 
 /*
  * The statuses the purge deletes, as a relation s(status): each is a range
- * of jobs_finished_idx (queue, status, finished_at) read oldest first,
+ * of jobs_finished_idx (status, queue, finished_at) read oldest first,
  * where "status IN (...)" would read both and sort them.
  */
 #define JQ_PURGED_STATUSES_SQL \
@@ -1089,7 +1094,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"      ORDER BY j.priority DESC, j.available_at, j.id "
 		"      LIMIT $2 FOR NO KEY UPDATE OF j SKIP LOCKED), "
 		"u AS (" JQ_LEASE_UNTIL_SQL("SELECT c.id FROM c",
-								"$5 + LEAST(COALESCE($4, q.lease_duration), q.max_runtime)") " "
+								JQ_LEASE_SET_1_1_SQL("$5 + LEAST(COALESCE($4, q.lease_duration), q.max_runtime)")) " "
 		"      RETURNING j.id, j.payload, j.attempt_count, j.lease_token, "
 		"                j.lease_expires_at, j.priority, j.available_at) "
 		"SELECT u.id, u.payload, u.attempt_count, u.lease_token, u.lease_expires_at, "
@@ -2480,8 +2485,8 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * JQ_PLAN_ENQUEUE_DEBOUNCED: $1 queue, $2 payload, $3 priority, $4
 	 * available_at (the end of the quiet period, computed by the caller),
 	 * $5 max_attempts (NULL: the queue's), $6 debounce key, $7 now, $8
-	 * group key, $9 start_by, $10 cost, $11 debounce_until (NULL: no
-	 * bound).  Inserts the job, or replaces the pending, never claimed job
+	 * group key, $9 start_by, $10 cost, $11 debounce_until (infinity: no
+	 * bound; see jobs_debounce_key_idx).  Inserts the job, or replaces the pending, never claimed job
 	 * of the key (jobs_debounce_key_idx): its payload, priority, group,
 	 * max_attempts, deadline, cost and trace context become the new ones,
 	 * and its available_at moves to $4, but never past the bound set by the
@@ -2499,15 +2504,15 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"       COALESCE($8, " JQ_NO_GROUP_SQL "), $6, $11, $9, $10 "
 		"FROM jobqueue.queues q WHERE q.queue_name = $1 "
 		"ON CONFLICT (queue_name, debounce_key) "
-		"  WHERE debounce_key IS NOT NULL AND lease_token = 0 "
+		"  WHERE debounce_key IS NOT NULL AND debounce_until IS NOT NULL "
 		"DO UPDATE SET payload = EXCLUDED.payload, priority = EXCLUDED.priority, "
 		"  group_key = EXCLUDED.group_key, max_attempts = EXCLUDED.max_attempts, "
-		"  debounce_until = COALESCE(j.debounce_until, EXCLUDED.debounce_until), "
-		"  available_at = LEAST(EXCLUDED.available_at, "
-		"                       COALESCE(j.debounce_until, EXCLUDED.available_at)), "
+		"  debounce_until = CASE WHEN pg_catalog.isfinite(j.debounce_until) "
+		"                        THEN j.debounce_until ELSE EXCLUDED.debounce_until END, "
+		"  available_at = LEAST(EXCLUDED.available_at, j.debounce_until), "
 		"  start_by = EXCLUDED.start_by, cost = EXCLUDED.cost, "
 		"  traceparent = EXCLUDED.traceparent, tracestate = EXCLUDED.tracestate "
-		"WHERE j.status = 'pending' AND j.lease_token = 0 "
+		"WHERE j.status = 'pending' AND j.debounce_until IS NOT NULL "
 		"RETURNING " JQ_OUTCOME_SQL("$7", "(SELECT q.notify FROM jobqueue.queues q "
 		"                                  WHERE q.queue_name = $1)", "false") ", "
 		"  j.id, j.xmax = '0'::xid",
@@ -2679,8 +2684,8 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 */
 	[JQ_PLAN_DEBOUNCE_RELEASE] = {
 		"UPDATE jobqueue.jobs j SET debounce_key = NULL "
-		"WHERE j.queue_name = $1 AND j.debounce_key = $2 AND j.lease_token = 0 "
-		"  AND j.status <> 'pending'",
+		"WHERE j.queue_name = $1 AND j.debounce_key = $2 "
+		"  AND j.debounce_until IS NOT NULL AND j.status <> 'pending'",
 		2, {TEXTOID, TEXTOID},
 		.name = "debounce release"
 	},
@@ -2694,7 +2699,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	[JQ_PLAN_DEBOUNCE_PENDING] = {
 		"SELECT j.id FROM jobqueue.jobs j "
 		"WHERE j.queue_name = $1 AND j.debounce_key = $2 "
-		"  AND j.status = 'pending' AND j.lease_token = 0 "
+		"  AND j.status = 'pending' AND j.debounce_until IS NOT NULL "
 		"  AND ($3::text IS NULL OR j.group_key = $3)",
 		3, {TEXTOID, TEXTOID, TEXTOID},
 		.name = "debounce pending"

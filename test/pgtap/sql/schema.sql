@@ -112,7 +112,7 @@ SELECT index_is_primary('jobqueue', 'jobs', 'jobs_pkey', 'jobs_pkey is the prima
 SELECT has_index('jobqueue', 'jobs', i.name, i.cols, format('index %s exists on (%s)', i.name, array_to_string(i.cols, ', ')))
 FROM (VALUES ('jobs_claim_idx', ARRAY['queue_name', 'priority', 'available_at', 'id']::name[]),
 	('jobs_lease_idx', ARRAY['lease_expires_at']::name[]),
-	('jobs_finished_idx', ARRAY['queue_name', 'status', 'finished_at']::name[]),
+	('jobs_finished_idx', ARRAY['status', 'queue_name', 'finished_at']::name[]),
 	('jobs_idempotency_key_idx', ARRAY['queue_name', 'idempotency_key']::name[])) i(name, cols);
 SELECT index_is_type('jobqueue', 'jobs', i.name, 'btree', format('%s is a btree index', i.name))
 FROM unnest(ARRAY['jobs_claim_idx', 'jobs_lease_idx', 'jobs_finished_idx',
@@ -126,7 +126,7 @@ SELECT is(pg_get_indexdef(format('jobqueue.%s', i.name)::regclass), i.def,
 FROM (VALUES
 	('jobs_claim_idx', 'CREATE INDEX jobs_claim_idx ON jobqueue.jobs USING btree (queue_name, priority DESC, available_at, id) WHERE (status = ''pending''::jobqueue.job_status)'),
 	('jobs_lease_idx', 'CREATE INDEX jobs_lease_idx ON jobqueue.jobs USING btree (lease_expires_at) WHERE (status = ''running''::jobqueue.job_status)'),
-	('jobs_finished_idx', 'CREATE INDEX jobs_finished_idx ON jobqueue.jobs USING btree (queue_name, status, finished_at) WHERE (status > ''running''::jobqueue.job_status)'),
+	('jobs_finished_idx', 'CREATE INDEX jobs_finished_idx ON jobqueue.jobs USING btree (status, queue_name, finished_at) WHERE (status > ''running''::jobqueue.job_status)'),
 	('jobs_idempotency_key_idx', 'CREATE UNIQUE INDEX jobs_idempotency_key_idx ON jobqueue.jobs USING btree (queue_name, idempotency_key) WHERE (idempotency_key IS NOT NULL)')
 ) i(name, def);
 
