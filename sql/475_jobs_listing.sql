@@ -131,7 +131,7 @@ JOIN (SELECT relname, seq_scan AS scans FROM pg_stat_user_tables WHERE relid = '
       UNION ALL
       SELECT indexrelname, idx_scan FROM pg_stat_user_indexes WHERE relid = 'jobqueue.jobs'::regclass) n
   USING (relname)
-WHERE n.scans > b.scans OR b.relname IN ('jobs', 'jobs_finished_idx')
+WHERE n.scans > b.scans OR b.relname IN ('jobs', 'jobs_status_idx')
 ORDER BY 1;
 DELETE FROM jobqueue.jobs WHERE queue_name = 'q_other' AND status = 'succeeded';
 

@@ -55,7 +55,7 @@ PG_FUNCTION_INFO_V1(jq_schedules);
  * statements keep anyway: the unfinished parts from the partial index of
  * their status (a page costs the queue's backlog in that status, as
  * queue_stats does), each finished status from its range of
- * jobs_finished_idx (status, queue, finished_at), which the purge and
+ * jobs_status_idx (status, queue, finished_at), which the purge and
  * jq_retry_dead read too (a page costs its own rows and the others
  * finished at the instant of its last one, which are sorted by id; one of a
  * rare error code may cost the queue's dead jobs).  No index exists for
@@ -135,7 +135,7 @@ JQ_JOBS_UNFINISHED_PART_SQL("OPERATOR(pg_catalog.=) 'pending'",
 JQ_JOBS_UNFINISHED_PART_SQL("OPERATOR(pg_catalog.=) 'running'",
 							"($2 IS NULL OR $2 OPERATOR(pg_catalog.=) 'running')")
 " UNION ALL "
-JQ_JOBS_UNFINISHED_PART_SQL("OPERATOR(pg_catalog.<) 'pending'",
+JQ_JOBS_UNFINISHED_PART_SQL("OPERATOR(pg_catalog.=) 'waiting'",
 							"($2 IS NULL OR $2 OPERATOR(pg_catalog.=) 'waiting')")
 " UNION ALL " JQ_JOBS_FINISHED_PART_SQL("succeeded")
 " UNION ALL " JQ_JOBS_FINISHED_PART_SQL("dead")

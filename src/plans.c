@@ -369,7 +369,7 @@
 
 /*
  * The statuses the purge deletes, as a relation s(status): each is a range
- * of jobs_finished_idx (status, queue, finished_at) read oldest first,
+ * of jobs_status_idx (status, queue, finished_at) read oldest first,
  * where "status IN (...)" would read both and sort them.
  */
 #define JQ_PURGED_STATUSES_SQL \
@@ -1412,7 +1412,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * JQ_PLAN_PURGE_DUE: $1 max jobs, $2 now.  One batch of finished jobs
 	 * past their queue's retention, across queues (the worker's purge: one
 	 * transaction for many queues, not one per queue), oldest first within
-	 * each queue and status: an index probe of jobs_finished_idx per queue
+	 * each queue and status: an index probe of jobs_status_idx per queue
 	 * and status.  Returns how many jobs of each queue were deleted, for
 	 * the counters.
 	 */
@@ -2644,7 +2644,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"SELECT (SELECT pg_catalog.count(*) FROM jobqueue.jobs j "
 		"        WHERE j.queue_name = $1 AND j.status = 'pending') + "
 		"       (SELECT pg_catalog.count(*) FROM jobqueue.jobs j "
-		"        WHERE j.queue_name = $1 AND j.status < 'pending'), "
+		"        WHERE j.queue_name = $1 AND j.status = 'waiting'), "
 		"       (SELECT pg_catalog.count(*) FROM jobqueue.jobs j "
 		"        WHERE j.queue_name = $1 AND j.status = 'running')",
 		1, {TEXTOID},
@@ -2652,13 +2652,13 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	},
 	/*
 	 * JQ_PLAN_ADMIT_COUNT_GROUP: $1 queue, $2 group; JQ_PLAN_ADMIT_COUNT_QUEUE
-	 * for one group (jobs_group_head_idx, jobs_waiting_idx).
+	 * for one group (jobs_group_head_idx, jobs_status_idx).
 	 */
 	[JQ_PLAN_ADMIT_COUNT_GROUP] = {
 		"SELECT (SELECT pg_catalog.count(*) FROM jobqueue.jobs j "
 		"        WHERE j.queue_name = $1 AND j.group_key = $2 AND j.status = 'pending') + "
 		"       (SELECT pg_catalog.count(*) FROM jobqueue.jobs j "
-		"        WHERE j.queue_name = $1 AND j.status < 'pending' AND j.group_key = $2), "
+		"        WHERE j.queue_name = $1 AND j.status = 'waiting' AND j.group_key = $2), "
 		"       (SELECT pg_catalog.count(*) FROM jobqueue.jobs j "
 		"        WHERE j.queue_name = $1 AND j.group_key = $2 AND j.status = 'running')",
 		2, {TEXTOID, TEXTOID},

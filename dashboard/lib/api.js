@@ -277,7 +277,7 @@ async function retryDead(session, { params, body, hub, stats }) {
 
 // Dead letters of a queue grouped by last_error_code: count, first and
 // last seen, a sample.  Read through the dead jobs only (their range of
-// jobs_finished_idx, or jq_jobs pages of dead jobs), up to DEAD_SCAN of them.
+// jobs_status_idx, or jq_jobs pages of dead jobs), up to DEAD_SCAN of them.
 const DEAD_SCAN = 5000;
 
 async function deadLetters(session, { query }) {
