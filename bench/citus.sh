@@ -12,12 +12,17 @@
 # results: the machine is shared, and scale-out is modelled from these
 # per-job costs (docs/scale-out.md), not shown.
 #
-# Usage: sudo bash bench/citus.sh   (BENCH_JOBS=300, BENCH_ROUNDS=3)
+# Also in batches of 100 (batch_enqueue: jq_enqueue_many; batch_claim:
+# jq_claim of 100 and jq_complete_many(queue, ids, tokens)), BENCH_BATCHES
+# of them, per job likewise.
+#
+# Usage: sudo bash bench/citus.sh   (BENCH_JOBS=300, BENCH_BATCHES=30, BENCH_ROUNDS=3)
 # Results: bench/work-citus/citus.txt
 source "$(dirname "$0")/../scripts/common.sh"
 source "$(dirname "$0")/../scripts/citus_common.sh"
 
 N=${BENCH_JOBS:-300}
+BATCHES=${BENCH_BATCHES:-30}
 ROUNDS=${BENCH_ROUNDS:-3}
 src=$(jq_citus_source) || { echo "no Citus source (CITUS_SRC or ../shared/citus)" >&2; exit 1; }
 jq_install_only "${JQ_PKGS_BUILD[@]}" "${JQ_PKGS_CITUS[@]}"
@@ -65,11 +70,22 @@ for ((k = 0; k < N; k++)); do
 	echo "SELECT id, token FROM jobqueue.jq_claim('$q', 1, 'bench') \\gset"
 	echo "SELECT jobqueue.jq_complete('$q', :id, :token);"
 done >"$dir/queue_first.sql"
+# In batches of 100 (what a worker does; the client libraries too):
+# jq_enqueue_many, then jq_claim of 100 and jq_complete_many(queue, ...).
+NB=$((BATCHES * 100))
+for ((k = 0; k < BATCHES; k++)); do
+	echo "SELECT count(*) FROM jobqueue.jq_enqueue_many('$q', ARRAY(SELECT '{\"n\": 1}'::jsonb FROM generate_series(1, 100)));"
+done >"$dir/enqueue_many.sql"
+for ((k = 0; k < BATCHES; k++)); do
+	echo "SELECT array_agg(id) AS ids, array_agg(token) AS tokens FROM jobqueue.jq_claim('$q', 100, 'bench') \\gset"
+	echo "SELECT count(*) FROM jobqueue.jq_complete_many('$q', :'ids', :'tokens');"
+done >"$dir/batch_claim.sql"
 chmod 644 "$dir"/*.sql
 
-# ms per job of script $2 on target $1 (single, coordinator, worker)
+# ms per job of script $2 on target $1 (single, coordinator, worker), of
+# $3 jobs (default N)
 run_ms() {
-	local t0 t1
+	local t0 t1 jobs=${3:-$N}
 	t0=$(date +%s%N)
 	case $1 in
 		single) single_psql -f "$2" >/dev/null 2>&1 ;;
@@ -77,19 +93,25 @@ run_ms() {
 		worker) jq_citus_psql "$wnode" -v ON_ERROR_STOP=0 -f "$2" >/dev/null 2>&1 ;;
 	esac
 	t1=$(date +%s%N)
-	echo "scale=3; ($t1 - $t0) / 1000000 / $N" | bc
+	echo "scale=4; ($t1 - $t0) / 1000000 / $jobs" | bc
 }
 median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
 declare -A ms
 paths="enqueue id_only"
-[ "$queue_first" -gt 0 ] && paths="$paths queue_first"
+[ "$queue_first" -gt 0 ] && paths="$paths queue_first batch_enqueue batch_claim"
 for r in $(seq "$ROUNDS"); do
 	for t in single coordinator worker; do
 		for p in $paths; do
-			[ "$p" = enqueue ] || run_ms "$t" "$dir/enqueue.sql" >/dev/null
-			[ "$p" = enqueue ] && ms[$t.$p]+="$(run_ms "$t" "$dir/enqueue.sql") "
-			[ "$p" = enqueue ] || ms[$t.$p]+="$(run_ms "$t" "$dir/$p.sql") "
+			case $p in
+				enqueue) ms[$t.$p]+="$(run_ms "$t" "$dir/enqueue.sql") " ;;
+				batch_enqueue) ms[$t.$p]+="$(run_ms "$t" "$dir/enqueue_many.sql" "$NB") " ;;
+				batch_claim) ms[$t.$p]+="$(run_ms "$t" "$dir/batch_claim.sql" "$NB") " ;;
+				*)
+					run_ms "$t" "$dir/enqueue.sql" >/dev/null
+					ms[$t.$p]+="$(run_ms "$t" "$dir/$p.sql") "
+					;;
+			esac
 		done
 		# leave the queue empty between rounds
 		case $t in
