@@ -90,12 +90,13 @@ DROP FUNCTION jobqueue.jq_fail(bigint, bigint, text, text, boolean, interval, js
  * predicate), whether or not the row goes in: one index for these uses is
  * what keeps a claim and a completion as cheap as in 1.3 (a partial
  * index dropped alone saved 15,000 to 29,000 instructions per job claimed
- * and completed one at a time).  Only the row versions of a waiting job and the one written
- * by the end of a job get an entry.  No id in the key: the jobs finished
- * by one batch share their finished_at, and each of their insertions would
- * compare one more column (about 6,000 instructions a job in batches of
- * 100); readers that page by (finished_at, id) sort the ties of one
- * finished_at, which an incremental sort does cheaply.  The status first:
+ * and completed one at a time).  Only the row versions of a waiting job
+ * and the one written by the end of a job get an entry.  No id in the
+ * key: the jobs finished by one batch share their finished_at, and each of
+ * their insertions would compare one more column (about 6,000 instructions
+ * a job in batches of 100); readers that page by (finished_at, id) sort
+ * the ties of one finished_at, which an incremental sort does cheaply.
+ * The status first:
  * a B-tree comparison finds a key column at a fixed offset only up to the
  * first of variable length (queue_name), and a comparison that walks to
  * the status as well as to finished_at cost about 1,300 instructions per

@@ -1094,7 +1094,8 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"      ORDER BY j.priority DESC, j.available_at, j.id "
 		"      LIMIT $2 FOR NO KEY UPDATE OF j SKIP LOCKED), "
 		"u AS (" JQ_LEASE_UNTIL_SQL("SELECT c.id FROM c",
-								JQ_LEASE_SET_1_1_SQL("$5 + LEAST(COALESCE($4, q.lease_duration), q.max_runtime)")) " "
+								JQ_LEASE_SET_1_1_SQL("$5 + LEAST(COALESCE($4, q.lease_duration), "
+													 "q.max_runtime)")) " "
 		"      RETURNING j.id, j.payload, j.attempt_count, j.lease_token, "
 		"                j.lease_expires_at, j.priority, j.available_at) "
 		"SELECT u.id, u.payload, u.attempt_count, u.lease_token, u.lease_expires_at, "
@@ -2486,8 +2487,9 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * available_at (the end of the quiet period, computed by the caller),
 	 * $5 max_attempts (NULL: the queue's), $6 debounce key, $7 now, $8
 	 * group key, $9 start_by, $10 cost, $11 debounce_until (infinity: no
-	 * bound; see jobs_debounce_key_idx).  Inserts the job, or replaces the pending, never claimed job
-	 * of the key (jobs_debounce_key_idx): its payload, priority, group,
+	 * bound; never NULL, see jobs_debounce_key_idx).  Inserts the job, or
+	 * replaces the pending, never claimed job of the key
+	 * (jobs_debounce_key_idx): its payload, priority, group,
 	 * max_attempts, deadline, cost and trace context become the new ones,
 	 * and its available_at moves to $4, but never past the bound set by the
 	 * first call that gave one.  No row back means no such queue, or a
