@@ -70,6 +70,10 @@
  */
 #include "jobqueue.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #include "access/relation.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_namespace.h"
@@ -3051,6 +3055,40 @@ jq_jitter(void)
 }
 
 /*
+ * Let glibc keep this backend's freed heap top across statements, as it
+ * does in any backend that has once freed a large block.
+ *
+ * A claim's executor memory (about 175 kB, in blocks of up to 64 kB) is
+ * malloc'd at the top of the heap and freed when the statement ends.  Until
+ * the backend frees a block that malloc placed with mmap, glibc's trim
+ * threshold is 128 kB, so it gives that memory back to the kernel after
+ * every claim (brk) and faults it in again at the next: measured, 3 brk
+ * calls per job, and 5 % of the throughput of one client claiming one job
+ * at a time.  Freeing one mmap'd block of JQ_MALLOC_WARM_BYTES raises the
+ * thresholds by glibc's own dynamic rule (mmap threshold to the block's
+ * size, trim threshold to twice that), which a backend reaches anyway after
+ * its first large sort or hash.  It only moves the thresholds up, keeps
+ * their dynamic adjustment (a mallopt() would turn it off), and costs at
+ * most 1 MB of free heap kept per backend that uses jobqueue's statements.
+ */
+#define JQ_MALLOC_WARM_BYTES (512 * 1024)
+
+static void
+jq_keep_heap_top(void)
+{
+#ifdef __GLIBC__
+	static bool done = false;
+	void	   *volatile block;
+
+	if (done)
+		return;
+	done = true;
+	block = malloc(JQ_MALLOC_WARM_BYTES);
+	free(block);
+#endif
+}
+
+/*
  * Return the prepared statement id, preparing and keeping it on first use:
  * with a generic plan, or in distributed mode a custom plan per call for
  * the statements that need one (JqDistPlan).  Must be called while
@@ -3068,6 +3106,7 @@ jq_plan(JqPlanId id)
 	if (plans[id] != NULL)
 		return plans[id];
 
+	jq_keep_heap_top();
 	nargs = plan_specs[id].nargs;
 	memcpy(argtypes, plan_specs[id].argtypes, sizeof(plan_specs[id].argtypes));
 	if (jq_plan_takes_queue_row(id))
