@@ -70,10 +70,6 @@
  */
 #include "jobqueue.h"
 
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
-
 #include "access/relation.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_namespace.h"
