@@ -159,10 +159,17 @@ expect "every node hands out its own id range" "1 281474976710657 56294995342131
 expect "a delegated call with a NULL queue is refused, and the node stays up" "ERROR:  22004
 ERROR:  22004
 ERROR:  22004
+ERROR:  22004
+ERROR:  22004
+ERROR:  22004
 1" \
 	"$(psql_try 0 -c 'SET log_min_messages = fatal' -c 'SELECT jobqueue.jq_claim(NULL, 1, $$w$$)' \
 		-c 'SELECT count(*) FROM jobqueue.jq_jobs(NULL)' \
-		-c 'PREPARE nq(text) AS SELECT jobqueue.jq_enqueue($1, $${}$$)' -c 'EXECUTE nq(NULL)' -c 'SELECT 1')"
+		-c 'PREPARE nq(text) AS SELECT jobqueue.jq_enqueue($1, $${}$$)' -c 'EXECUTE nq(NULL)' \
+		-c 'SELECT jobqueue.jq_claim(nullif($$a$$, $$a$$), 1, $$w$$)' \
+		-c 'SELECT * FROM jobqueue.jq_jobs(nullif($$a$$, $$a$$)::text)' \
+		-c 'PREPARE nqe(text) AS SELECT jobqueue.jq_enqueue(nullif($1, $$a$$), $${}$$)' -c 'EXECUTE nqe($$a$$)' \
+		-c 'SELECT 1')"
 expect "jq_queue_node names a worker" "t" \
 	"$(psql_n 0 -c "SELECT node_port IN (${JQ_CITUS_PORTS[1]}, ${JQ_CITUS_PORTS[2]}) FROM jobqueue.jq_queue_node('any-queue')")"
 

@@ -22,6 +22,7 @@
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_proc.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
 #include "optimizer/planner.h"
 #include "parser/parsetree.h"
 #include "utils/builtins.h"
@@ -32,8 +33,11 @@
 static planner_hook_type prev_planner_hook = NULL;
 
 /*
- * Is arg NULL when the call is planned: a NULL constant, or a parameter
- * bound to NULL (the planner puts its value in the call before Citus looks)
+ * Is arg NULL when the call is planned: a NULL constant, a parameter bound
+ * to NULL, or an expression that the planner folds to a NULL constant
+ * (nullif('a', 'a'), a bound parameter inside an immutable function).
+ * standard_planner folds the call's arguments before Citus looks at them,
+ * so the same folding is done here, on a copy, with the same bound values.
  */
 static bool
 jq_null_argument(Node *arg, ParamListInfo params)
@@ -46,7 +50,19 @@ jq_null_argument(Node *arg, ParamListInfo params)
 		arg = (Node *) ((RelabelType *) arg)->arg;
 	if (IsA(arg, Const))
 		return ((Const *) arg)->constisnull;
-	if (!IsA(arg, Param) || params == NULL)
+	if (!IsA(arg, Param))
+	{
+		PlannerGlobal *glob = makeNode(PlannerGlobal);
+		PlannerInfo *root = makeNode(PlannerInfo);
+
+		glob->boundParams = params;
+		root->glob = glob;
+		arg = eval_const_expressions(root, copyObject(arg));
+		while (IsA(arg, RelabelType))
+			arg = (Node *) ((RelabelType *) arg)->arg;
+		return IsA(arg, Const) && ((Const *) arg)->constisnull;
+	}
+	if (params == NULL)
 		return false;
 	p = (Param *) arg;
 	if (p->paramkind != PARAM_EXTERN || p->paramid <= 0 || p->paramid > params->numParams)
