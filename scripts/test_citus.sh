@@ -12,6 +12,8 @@
 #     plan, logged by auto_explain on every node, has one task);
 #   - 8 clients drain 2 queues placed on different workers: every job once;
 #   - an expired lease on each worker is reaped by that node's worker;
+#   - group counters set wrong by hand are corrected by the worker of the
+#     queue's node, and by jq_recount_groups(queue);
 #   - a rate limit with claims through the coordinator and the workers
 #     stays within burst + rate x t;
 #   - no errors in any node's log.
@@ -170,6 +172,11 @@ ERROR:  22004
 		-c 'SELECT * FROM jobqueue.jq_jobs(nullif($$a$$, $$a$$)::text)' \
 		-c 'PREPARE nqe(text) AS SELECT jobqueue.jq_enqueue(nullif($1, $$a$$), $${}$$)' -c 'EXECUTE nqe($$a$$)' \
 		-c 'SELECT 1')"
+# (in a transaction block, so that it runs on the coordinator, where the
+# error is not logged, rather than delegated)
+expect "jq_explain_claim is refused, saying why" "ERROR:  0A000" \
+	"$(psql_try 0 -c 'BEGIN' -c 'SET LOCAL log_min_messages = fatal' \
+		-c 'SELECT * FROM jobqueue.jq_explain_claim($$any-queue$$, 1)' -c 'ROLLBACK' | head -n 1)"
 expect "jq_queue_node names a worker" "t" \
 	"$(psql_n 0 -c "SELECT node_port IN (${JQ_CITUS_PORTS[1]}, ${JQ_CITUS_PORTS[2]}) FROM jobqueue.jq_queue_node('any-queue')")"
 
@@ -324,6 +331,45 @@ for ((t = 0; t < 120; t++)); do
 done
 expect "the expired lease on worker 1 is reaped by worker 1" "1" "$(reaped 1 "$qa")"
 expect "the expired lease on worker 2 is reaped by worker 2" "1" "$(reaped 2 "$qb")"
+
+# --- group counters that disagree with the jobs ----------------------------
+# Set wrong by hand (as a restore without triggers would leave them): the
+# worker of the node that holds the queue corrects them queue by queue,
+# and prunes the row of a group without jobs; jq_recount_groups(queue)
+# corrects them at once.
+log "group counters: repaired on the queue's node"
+gq=("$qa-groups" "$qb-groups")
+for q in "${gq[@]}"; do
+	psql_try 0 -c "SELECT jobqueue.jq_create_queue('$q', group_concurrency => 2)" \
+		-c "SELECT count(*) FROM jobqueue.jq_enqueue_many('$q', ARRAY['{}', '{}', '{}', '{}']::jsonb[], group_keys => ARRAY['a', 'a', 'b', 'c'])" \
+		-c "SELECT count(*) FROM jobqueue.jq_claim('$q', 3, 'w')" >/dev/null
+done
+group_rows() {
+	psql_try 0 -c "SELECT string_agg(group_key || ':' || running, ' ' ORDER BY group_key) FROM jobqueue.groups WHERE queue_name = '$1'"
+}
+expect "group counters as claimed" "a:2 b:1 c:0" "$(group_rows "${gq[0]}")"
+# in one transaction on the coordinator (not delegated): the worker cannot
+# see the wrong values before jq_recount_groups has corrected them
+expect "jq_recount_groups(queue) corrects what it finds wrong" "2" \
+	"$(psql_try 0 -c "BEGIN" -c "UPDATE jobqueue.groups SET running = 7 WHERE queue_name = '${gq[1]}' AND group_key = 'a'" \
+		-c "DELETE FROM jobqueue.groups WHERE queue_name = '${gq[1]}' AND group_key = 'b'" \
+		-c "SELECT jobqueue.jq_recount_groups('${gq[1]}')" -c "COMMIT")"
+expect "jq_recount_groups(queue): counters right again" "a:2 b:1 c:0" "$(group_rows "${gq[1]}")"
+psql_try 0 -c "UPDATE jobqueue.groups SET running = 7 WHERE queue_name = '${gq[0]}' AND group_key = 'a'" \
+	-c "DELETE FROM jobqueue.groups WHERE queue_name = '${gq[0]}' AND group_key = 'b'" \
+	-c "DELETE FROM jobqueue.jobs WHERE queue_name = '${gq[0]}' AND group_key = 'c'" >/dev/null
+for ((t = 0; t < 120; t++)); do
+	[ "$(group_rows "${gq[0]}")" = "a:2 b:1" ] && break
+	sleep 0.25
+done
+expect "the queue's node corrects the counters and prunes a group without jobs" "a:2 b:1" "$(group_rows "${gq[0]}")"
+# a group policy given later: the jobs without a group get the group ''
+# (which has no limit), counted as they are claimed
+psql_try 0 -c "SELECT jobqueue.jq_create_queue('$qa-regroup')" \
+	-c "SELECT count(*) FROM jobqueue.jq_enqueue_many('$qa-regroup', ARRAY['{}', '{}']::jsonb[])" \
+	-c "SELECT jobqueue.jq_alter_queue('$qa-regroup', group_concurrency => 1)" >/dev/null
+expect "a group policy given by jq_alter_queue: jobs regrouped and counted" "2 :2" \
+	"$(psql_try 0 -c "SELECT count(*) FROM jobqueue.jq_claim('$qa-regroup', 2, 'w')") $(group_rows "$qa-regroup")"
 
 # --- a rate limit holds for the whole cluster --------------------------------
 log "a rate limit, claimed through the coordinator and both workers"

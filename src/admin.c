@@ -574,6 +574,12 @@ jq_explain_claim(PG_FUNCTION_ARGS)
 	tupstore = jq_srf_init(fcinfo, &tupdesc);
 
 	jq_spi_connect();
+	if (jq_distributed_mode())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("jq_explain_claim() is not supported on a Citus cluster"),
+				 errdetail("On Citus a claim is planned at each call, with the values of its arguments; there is no kept plan to show."),
+				 errhint("Log the claim's plan with auto_explain (log_nested_statements) on the queue's node, jq_queue_node(queue_name).")));
 	jq_require_queue(queue_name);
 
 	plan = jq_claim_plan_of(queue_name);

@@ -633,7 +633,10 @@ jq_groups_prune(Datum queue, char queue_null)
 												false, TYPALIGN_INT));
 	values[1] = PointerGetDatum(construct_array(groups, (int) n, TEXTOID, -1,
 												false, TYPALIGN_INT));
-	jq_execute(JQ_PLAN_GROUPS_PRUNE, values, NULL, SPI_OK_DELETE);
+	values[2] = queue;
+	nulls[0] = JQ_NOTNULL;
+	nulls[2] = queue_null;
+	jq_execute(JQ_PLAN_GROUPS_PRUNE, values, nulls, SPI_OK_DELETE);
 }
 
 /*
@@ -650,6 +653,7 @@ jq_groups_repair(const char *queue_name)
 {
 	Datum		values[1];
 	char		nulls[1] = {JQ_NOTNULL};
+	Datum		missing[3];
 	bool		isnull;
 	int64		corrected;
 
@@ -662,6 +666,15 @@ jq_groups_repair(const char *queue_name)
 		values[0] = CStringGetTextDatum(queue_name);
 	jq_execute(JQ_PLAN_GROUPS_REPAIR, values, nulls, SPI_OK_SELECT);
 	corrected = DatumGetInt64(jq_result_nullable(0, 1, &isnull));
+	missing[0] = jq_result(0, 2);
+	missing[1] = jq_result(0, 3);
+	missing[2] = jq_result(0, 4);
+	if (ArrayGetNItems(ARR_NDIM(DatumGetArrayTypeP(missing[0])),
+					   ARR_DIMS(DatumGetArrayTypeP(missing[0]))) > 0)
+	{
+		jq_execute(JQ_PLAN_GROUPS_REPAIR_INSERT, missing, NULL, SPI_OK_INSERT);
+		corrected += (int64) SPI_processed;
+	}
 	jq_execute(JQ_PLAN_GROUPS_REKEY_STALE, values, nulls, SPI_OK_UPDATE_RETURNING);
 	corrected += (int64) SPI_processed;
 	jq_groups_prune(values[0], nulls[0]);

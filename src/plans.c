@@ -679,10 +679,12 @@
 	"      ELSE true END)"
 
 /* A group's fair-share weight: its override, else 1 (G: its row) */
-#define JQ_GROUP_WEIGHT_SQL(G) \
+#define JQ_GROUP_WEIGHT_SQL(G) JQ_GROUP_WEIGHT_AND_SQL(G, "")
+/* The same, with TEST added to the lookup (a queue test, for Citus) */
+#define JQ_GROUP_WEIGHT_AND_SQL(G, TEST) \
 	"COALESCE((SELECT gl.weight FROM jobqueue.group_limits gl " \
 	"          WHERE gl.queue_name OPERATOR(pg_catalog.=) " G ".queue_name " \
-	"            AND gl.group_key OPERATOR(pg_catalog.=) " G ".group_key), 1::float8)"
+	"            AND gl.group_key OPERATOR(pg_catalog.=) " G ".group_key" TEST "), 1::float8)"
 
 /*
  * One step of the fair-share walk (JQ_PLAN_CLAIM_FAIR): the next group of
@@ -2206,8 +2208,9 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * whose row disagrees with their jobs (a: the running jobs of every
 	 * group with unfinished jobs; bad: a group whose row is missing or
 	 * counts otherwise, or a row that counts running jobs its group has
-	 * not), corrected: a missing row inserted, a wrong one set to the
-	 * count.  A row is set only when it is unchanged since the statement's
+	 * not), corrected: a wrong row set to the count; the missing rows (m)
+	 * are returned, for JQ_PLAN_GROUPS_REPAIR_INSERT (Citus does not run an
+	 * INSERT ... SELECT in a CTE).  A row is set only when it is unchanged since the statement's
 	 * snapshot (its xmin then is that of the version the snapshot sees,
 	 * rechecked on the newest version after the lock) and not locked: a
 	 * transaction that moved jobs of the group since then, or is moving
@@ -2215,7 +2218,13 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * could be behind it; such a group is left for the next pass.  Jobs
 	 * moved by a transaction still in progress are not in the snapshot and
 	 * not in the row either (their changes come when their statement
-	 * ends), so they are no disagreement.  Returns the groups corrected.
+	 * ends), so they are no disagreement.  One row: the rows corrected,
+	 * and the missing rows' queues, groups and running jobs.
+	 *
+	 * Every reference to a table repeats the test of $1, also where a join
+	 * already implies it: on Citus, where the worker and jq_recount_groups
+	 * repair one queue at a time, each reference must name the queue to be
+	 * pruned to its shard.  The groups statements below do the same.
 	 */
 	[JQ_PLAN_GROUPS_REPAIR] = {
 		"WITH a AS (SELECT j.queue_name, j.group_key, "
@@ -2228,6 +2237,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"bad AS (SELECT a.queue_name, a.group_key, a.running FROM a "
 		"        WHERE NOT EXISTS (SELECT FROM jobqueue.groups gr "
 		"                          WHERE gr.queue_name = a.queue_name "
+		"                            AND ($1::text IS NULL OR gr.queue_name = $1) "
 		"                            AND gr.group_key = a.group_key "
 		"                            AND gr.running = a.running) "
 		"        UNION ALL "
@@ -2235,25 +2245,45 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"        WHERE gr.running <> 0 AND ($1::text IS NULL OR gr.queue_name = $1) "
 		"          AND NOT EXISTS (SELECT FROM a WHERE a.queue_name = gr.queue_name "
 		"                                          AND a.group_key = gr.group_key)), "
-		"ins AS (INSERT INTO jobqueue.groups AS gr (queue_name, group_key, running) "
-		"        SELECT b.queue_name, b.group_key, b.running FROM bad b "
-		"        WHERE NOT EXISTS (SELECT FROM jobqueue.groups g2 "
-		"                          WHERE g2.queue_name = b.queue_name "
-		"                            AND g2.group_key = b.group_key) "
-		"        ON CONFLICT (queue_name, group_key) DO NOTHING RETURNING 1), "
+		"m AS (SELECT b.queue_name, b.group_key, b.running FROM bad b "
+		"      WHERE NOT EXISTS (SELECT FROM jobqueue.groups g2 "
+		"                        WHERE g2.queue_name = b.queue_name "
+		"                          AND ($1::text IS NULL OR g2.queue_name = $1) "
+		"                          AND g2.group_key = b.group_key)), "
 		"l AS (SELECT gr.queue_name, gr.group_key, b.running "
 		"      FROM bad b JOIN jobqueue.groups gr "
 		"        ON gr.queue_name = b.queue_name AND gr.group_key = b.group_key "
-		"      WHERE gr.xmin = (SELECT g2.xmin FROM jobqueue.groups g2 "
+		"      WHERE ($1::text IS NULL OR gr.queue_name = $1) "
+		"        AND gr.xmin = (SELECT g2.xmin FROM jobqueue.groups g2 "
 		"                       WHERE g2.queue_name = gr.queue_name "
+		"                         AND ($1::text IS NULL OR g2.queue_name = $1) "
 		"                         AND g2.group_key = gr.group_key) "
 		"      FOR NO KEY UPDATE OF gr SKIP LOCKED), "
 		"u AS (UPDATE jobqueue.groups gr SET running = l.running FROM l "
 		"      WHERE gr.queue_name = l.queue_name AND gr.group_key = l.group_key "
+		"        AND ($1::text IS NULL OR gr.queue_name = $1) "
 		"      RETURNING 1) "
-		"SELECT (SELECT pg_catalog.count(*) FROM ins) + (SELECT pg_catalog.count(*) FROM u)",
+		"SELECT (SELECT pg_catalog.count(*) FROM u), "
+		"  ARRAY(SELECT m.queue_name FROM m ORDER BY m.queue_name, m.group_key), "
+		"  ARRAY(SELECT m.group_key FROM m ORDER BY m.queue_name, m.group_key), "
+		"  ARRAY(SELECT m.running FROM m ORDER BY m.queue_name, m.group_key)",
 		1, {TEXTOID},
 		.name = "groups repair", .dist = JQ_DIST_NODE
+	},
+	/*
+	 * JQ_PLAN_GROUPS_REPAIR_INSERT: $1 queues, $2 groups, $3 running jobs:
+	 * the missing rows that JQ_PLAN_GROUPS_REPAIR found, inserted unless a
+	 * transaction has made them since (it counted its own jobs: the row
+	 * it made is right).  Returns nothing; SPI_processed is the rows made.
+	 */
+	[JQ_PLAN_GROUPS_REPAIR_INSERT] = {
+		"INSERT INTO jobqueue.groups AS gr (queue_name, group_key, running) "
+		"SELECT m.queue_name, m.group_key, m.running "
+		"FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), pg_catalog.unnest($3)) "
+		"  AS m(queue_name, group_key, running) "
+		"ON CONFLICT (queue_name, group_key) DO NOTHING",
+		3, {TEXTARRAYOID, TEXTARRAYOID, INT8ARRAYOID},
+		.name = "groups repair insert", .dist = JQ_DIST_NODE
 	},
 	/*
 	 * JQ_PLAN_GROUPS_PRUNE_LOCK: $1 queue (NULL: every queue), $2 max rows,
@@ -2273,10 +2303,11 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"  AND " JQ_USAGE_SPENT_SQL("gr", "q", "$3") " "
 		"  AND NOT EXISTS (SELECT FROM jobqueue.jobs j "
 		"                  WHERE j.queue_name = gr.queue_name AND j.group_key = gr.group_key "
+		"                    AND ($1::text IS NULL OR j.queue_name = $1) "
 		"                    AND j.status = 'pending') "
 		"LIMIT $2 FOR UPDATE OF gr SKIP LOCKED",
 		3, {TEXTOID, INT4OID, FLOAT8OID},
-		.name = "groups prune lock"
+		.name = "groups prune lock", .dist = JQ_DIST_NODE
 	},
 	/*
 	 * JQ_PLAN_GROUPS_PRUNE: $1 queues, $2 groups, the rows that
@@ -2284,7 +2315,8 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * locks: every enqueue that held a row before has committed (its job is
 	 * seen, the row is kept) or rolled back, and every later one waits for
 	 * this transaction and then makes the row again.  Deletes those that
-	 * still have no running and no pending job.
+	 * still have no running and no pending job.  $3: the queue they all
+	 * belong to (NULL: any).
 	 */
 	/*
 	 * JQ_PLAN_GROUPS_REKEY_STALE: $1 queue (NULL: every queue).  The rows
@@ -2299,14 +2331,16 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"WITH l AS (SELECT g.queue_name, g.group_key, k.k FROM jobqueue.groups g "
 		"           JOIN jobqueue.queues q ON q.queue_name = g.queue_name "
 		"           CROSS JOIN LATERAL (SELECT "
-		JQ_SHARE_KEY_SQL("g.usage", "g.usage_epoch", JQ_GROUP_WEIGHT_SQL("g"),
+		JQ_SHARE_KEY_SQL("g.usage", "g.usage_epoch",
+						 JQ_GROUP_WEIGHT_AND_SQL("g", " AND ($1::text IS NULL OR gl.queue_name = $1)"),
 						 "pg_catalog.date_part('epoch', q.fair_share_half_life)") " AS k) k "
 		"           WHERE ($1::text IS NULL OR g.queue_name = $1) "
 		"             AND NOT (g.share_key = k.k OR pg_catalog.abs(g.share_key - k.k) "
 		"                      <= 1e-9 * GREATEST(1::float8, pg_catalog.abs(k.k))) "
 		"           ORDER BY g.queue_name, g.group_key FOR NO KEY UPDATE OF g SKIP LOCKED) "
 		"UPDATE jobqueue.groups gr SET share_key = l.k FROM l "
-		"WHERE gr.queue_name = l.queue_name AND gr.group_key = l.group_key RETURNING 1",
+		"WHERE gr.queue_name = l.queue_name AND gr.group_key = l.group_key "
+		"  AND ($1::text IS NULL OR gr.queue_name = $1) RETURNING 1",
 		1, {TEXTOID},
 		.name = "groups rekey stale", .dist = JQ_DIST_NODE
 	},
@@ -2314,12 +2348,14 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"DELETE FROM jobqueue.groups gr "
 		"USING ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS c(queue_name, group_key) "
 		"WHERE gr.queue_name = c.queue_name AND gr.group_key = c.group_key "
+		"  AND ($3::text IS NULL OR gr.queue_name = $3) "
 		"  AND gr.running = 0 "
 		"  AND NOT EXISTS (SELECT FROM jobqueue.jobs j "
 		"                  WHERE j.queue_name = gr.queue_name AND j.group_key = gr.group_key "
+		"                    AND ($3::text IS NULL OR j.queue_name = $3) "
 		"                    AND j.status IN ('pending', 'running'))",
-		2, {TEXTARRAYOID, TEXTARRAYOID},
-		.name = "groups prune"
+		3, {TEXTARRAYOID, TEXTARRAYOID, TEXTOID},
+		.name = "groups prune", .dist = JQ_DIST_NODE
 	},
 
 	/*

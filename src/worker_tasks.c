@@ -114,8 +114,19 @@ jq_add_name(List *list, const char *name, MemoryContext cxt)
  * the announce (JQ_PLAN_READY_QUEUE) and the purge (jq_purge_local_batch).
  * The statements of one server would run on every shard, FOR UPDATE across
  * shards, which Citus refuses.  The repair of group counters in the reap
- * task has no per-node form yet (docs/scale-out.md) and is left out there.
+ * task, likewise, runs queue by queue (jq_groups_repair_local).
  */
+
+/* On Citus: jq_groups_repair of each queue whose shard this node holds */
+static void
+jq_groups_repair_local(void)
+{
+	List	   *queues = jq_local_queues(false);
+	ListCell   *lc;
+
+	foreach(lc, queues)
+		(void) jq_groups_repair((const char *) lfirst(lc));
+}
 
 /*
  * On Citus: the jobs past their start_by of the queues whose shard this
@@ -165,6 +176,8 @@ jq_task_reap(TimestampTz now, List **ready, MemoryContext cxt, bool *more)
 		expired = jq_expire_local(jq_reap_batch_size, now);
 		if (expired >= jq_reap_batch_size)
 			*more = true;
+		if (!*more && jq_ordering_installed())
+			jq_groups_repair_local();
 		next_lease_expiry = now;
 		return n + expired;
 	}
