@@ -4,7 +4,8 @@
 # jobqueue and jq_distribute():
 #   - jq_distribute(): what it does, that a second run does nothing, that
 #     it refuses without Citus and on a worker; the tables, keys, triggers
-#     and id ranges on every node;
+#     and id ranges on every node; a session open before it works on after
+#     it without reconnecting;
 #   - ids inserted through every node are unique;
 #   - the feature pass (test/citus/feature.sql) prints the same on the
 #     cluster as on one plain server;
@@ -123,11 +124,44 @@ expect "jq_distribute refused without Citus" "ERROR:  55000" \
 	"$(as_pguser psql -X -q -A -t -v VERBOSITY=sqlstate -h "${JQ_CITUS_DIRS[0]}" -p "${JQ_CITUS_PORTS[0]}" -d jq_plain \
 		-c 'SET log_min_messages = fatal' -c 'SELECT jobqueue.jq_distribute()' 2>&1 || true)"
 
+# A session opened before jq_distribute() and used after it, without
+# reconnecting: it has kept plans made for one server (a claim of its
+# queue); it must plan for Citus from then on.
+mkfifo "$cdir/early.fifo"
+[ "$(id -u)" -ne 0 ] || chown "$JQ_PGUSER" "$cdir/early.fifo"
+jq_citus_psql 0 -v ON_ERROR_STOP=0 <"$cdir/early.fifo" >"$cdir/early.out" 2>&1 &
+early_pid=$!
+exec 7>"$cdir/early.fifo"
+cat >&7 <<-'SQL'
+	SELECT jobqueue.jq_create_queue('early');
+	SELECT count(*) FROM jobqueue.jq_enqueue_many('early', ARRAY['{}', '{}', '{}']::jsonb[]);
+	SELECT count(*) FROM jobqueue.jq_claim('early', 1, 'w');
+	\echo early-ready
+SQL
+for ((t = 0; t < 240; t++)); do
+	grep -q '^early-ready$' "$cdir/early.out" 2>/dev/null && break
+	sleep 0.25
+done
+
 out=$(psql_n 0 -c 'SELECT * FROM jobqueue.jq_distribute()' 2>&1) || true
 echo "$out" | sed 's/^/    /'
 expect "jq_distribute distributes jobs" 1 "$(grep -c '^jobqueue.jobs: distributed by queue_name$' <<<"$out" || true)"
 expect "jq_distribute prepares every node" 3 "$(grep -c '^node [0-9]*: jobs: primary key (queue_name, id)' <<<"$out" || true)"
 expect "jq_distribute a second time does nothing" "" "$(psql_n 0 -c 'SELECT * FROM jobqueue.jq_distribute()' 2>&1)"
+# in a transaction block jq_enqueue_many is not delegated: it runs here,
+# with the statement this session kept from before
+cat >&7 <<-'SQL'
+	SELECT jobqueue.jq_enqueue('early', '{}') > 0;
+	SELECT count(*) FROM jobqueue.jq_claim('early', 2, 'w');
+	BEGIN;
+	SELECT count(*) FROM jobqueue.jq_enqueue_many('early', ARRAY['{}', '{}']::jsonb[]);
+	SELECT count(*) FROM jobqueue.jq_claim('early', 2, 'w');
+	COMMIT;
+SQL
+exec 7>&-
+wait "$early_pid" || true
+expect "a session open since before jq_distribute() works on after it" "3 1 t 2 2 2" \
+	"$(grep -v -e '^early-ready$' -e '^$' "$cdir/early.out" | paste -sd ' ')"
 
 expect "tables: distributed by queue, colocated; configuration replicated" \
 	"jobqueue.admission h t

@@ -78,6 +78,8 @@
 #include "catalog/pg_type.h"
 #include "lib/stringinfo.h"
 #include "storage/bufmgr.h"
+#include "utils/guc.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/plancache.h"
@@ -2983,12 +2985,17 @@ jq_plans_check_size(void)
  * Distributed mode: is jobqueue.jobs a table that Citus distributes?  Read
  * once per backend, from Citus's own catalog (pg_dist_partition), so that
  * it cannot disagree with the schema: false wherever Citus is not
- * installed, without a query.  A session that was open when jobs was
- * distributed keeps its kept plans and mode until jq_plans_reset() (which
- * jq_distribute() calls in its own session) or a new connection.  Must be
- * called while connected to SPI.
+ * installed, without a query.  Where Citus is loaded, a change of jobs's
+ * relation cache entry (which distributing it makes, in every session of
+ * every node) has the mode read again at the next statement that is not
+ * nested in another (jq_plan_check_mode_changed), and the kept plans
+ * forgotten if it changed: a session that was open when jobs was
+ * distributed plans its statements for Citus from then on.  Must be called
+ * while connected to SPI.
  */
 static int	distributed_mode = -1;	/* -1: not read yet */
+static Oid	distributed_mode_jobs = InvalidOid;	/* the jobs table it was read for */
+static bool distributed_mode_stale = false;
 
 bool
 jq_distributed_mode(void)
@@ -3012,6 +3019,7 @@ jq_distributed_mode(void)
 		distributed_mode = 0;
 		return false;
 	}
+	distributed_mode_jobs = jobs;
 	arg = ObjectIdGetDatum(jobs);
 	ret = SPI_execute_with_args("SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition p "
 								"WHERE p.logicalrelid OPERATOR(pg_catalog.=) "
@@ -3044,6 +3052,38 @@ jq_plans_check_mode(void)
 	distributed_mode = -1;
 	if (jq_distributed_mode() != (before == 1))
 		jq_plans_reset();
+}
+
+/* Relation cache callback, where Citus is loaded: see jq_distributed_mode */
+static void
+jq_plans_relcache_callback(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == distributed_mode_jobs)
+		distributed_mode_stale = true;
+}
+
+/*
+ * At the first statement of this backend, watch for jobs being distributed
+ * where Citus is loaded (its settings exist: it comes first in
+ * shared_preload_libraries); then, before each statement not nested in
+ * another kept statement, read the mode again if jobs's relation cache
+ * entry changed.
+ */
+static void
+jq_plan_check_mode_changed(void)
+{
+	static bool registered = false;
+
+	if (!registered)
+	{
+		registered = true;
+		if (GetConfigOption("citus.enable_ddl_propagation", true, false) != NULL)
+			CacheRegisterRelcacheCallback(jq_plans_relcache_callback, (Datum) 0);
+	}
+	if (!distributed_mode_stale || jq_statement_depth > 1)
+		return;
+	distributed_mode_stale = false;
+	jq_plans_check_mode();
 }
 
 /*
@@ -3134,6 +3174,7 @@ jq_plan(JqPlanId id)
 	int			nargs;
 
 	Assert(id >= 0 && id < JQ_NUM_PLANS);
+	jq_plan_check_mode_changed();
 	jq_plans_check_size();
 	if (plans[id] != NULL)
 		return plans[id];
