@@ -2211,17 +2211,18 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * group with unfinished jobs; bad: a group whose row is missing or
 	 * counts otherwise, or a row that counts running jobs its group has
 	 * not), corrected: a wrong row set to the count; the missing rows (m)
-	 * are returned, for JQ_PLAN_GROUPS_REPAIR_INSERT (Citus does not run an
-	 * INSERT ... SELECT in a CTE).  A row is set only when it is unchanged since the statement's
-	 * snapshot (its xmin then is that of the version the snapshot sees,
-	 * rechecked on the newest version after the lock) and not locked: a
-	 * transaction that moved jobs of the group since then, or is moving
-	 * them, changes the row itself, and the count read in the snapshot
-	 * could be behind it; such a group is left for the next pass.  Jobs
-	 * moved by a transaction still in progress are not in the snapshot and
-	 * not in the row either (their changes come when their statement
-	 * ends), so they are no disagreement.  One row: the rows corrected,
-	 * and the missing rows' queues, groups and running jobs.
+	 * are returned, for JQ_PLAN_GROUPS_REPAIR_INSERT (Citus does not run
+	 * an INSERT ... SELECT in a CTE).  A row is set only when it is
+	 * unchanged since the statement's snapshot (its xmin then is that of
+	 * the version the snapshot sees, rechecked on the newest version after
+	 * the lock) and not locked: a transaction that moved jobs of the group
+	 * since then, or is moving them, changes the row itself, and the count
+	 * read in the snapshot could be behind it; such a group is left for the
+	 * next pass.  Jobs moved by a transaction still in progress are not in
+	 * the snapshot and not in the row either (their changes come when
+	 * their statement ends), so they are no disagreement.  One row: the
+	 * rows corrected, and the missing rows' queues, groups and running
+	 * jobs.
 	 *
 	 * Every reference to a table repeats the test of $1, also where a join
 	 * already implies it: on Citus, where the worker and jq_recount_groups
