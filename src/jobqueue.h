@@ -190,6 +190,8 @@ extern void jq_execute_queue(JqPlanId id, Datum *values, const char *nulls,
 extern void jq_execute_once(const char *name, const char *sql, int nargs,
 							Oid *argtypes, Datum *values, const char *nulls,
 							int rc_expected);
+extern bool jq_run_subxact(void (*fn) (void *arg), void *arg,
+						  bool data_errors_only, ErrorData **edata);
 extern bool jq_execute_subxact(JqPlanId id, Datum *values, const char *nulls,
 							   int rc_expected, ErrorData **edata);
 extern Datum jq_result(uint64 row, int col);

@@ -153,16 +153,16 @@ jq_error_is_data(ErrorData *edata)
 }
 
 /*
- * Run kept statement id as jq_execute does, in a subtransaction (the
- * pattern of a PL/pgSQL block with an EXCEPTION clause).  Returns true when
- * it succeeded; its result is in SPI_tuptable.  When it failed with an
- * error caused by the data, the subtransaction is rolled back, the error is
- * returned in *edata (in the caller's memory context) and false returned;
- * any other error is raised again after the rollback.
+ * Run fn(arg) in a subtransaction (the pattern of a PL/pgSQL block with an
+ * EXCEPTION clause).  Returns true when it succeeded.  When it failed, the
+ * subtransaction is rolled back and, if the error is one caused by the
+ * data or data_errors_only is false, the error is returned in *edata (in
+ * the caller's memory context) and false returned; any other error is
+ * raised again after the rollback.
  */
 bool
-jq_execute_subxact(JqPlanId id, Datum *values, const char *nulls,
-				   int rc_expected, ErrorData **edata)
+jq_run_subxact(void (*fn) (void *arg), void *arg, bool data_errors_only,
+			   ErrorData **edata)
 {
 	MemoryContext oldcontext = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
@@ -172,7 +172,7 @@ jq_execute_subxact(JqPlanId id, Datum *values, const char *nulls,
 	MemoryContextSwitchTo(oldcontext);
 	PG_TRY();
 	{
-		jq_execute(id, values, nulls, rc_expected);
+		fn(arg);
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcontext);
 		CurrentResourceOwner = oldowner;
@@ -187,13 +187,45 @@ jq_execute_subxact(JqPlanId id, Datum *values, const char *nulls,
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcontext);
 		CurrentResourceOwner = oldowner;
-		if (!jq_error_is_data(e))
+		if (data_errors_only && !jq_error_is_data(e))
 			ReThrowError(e);
 		*edata = e;
 		ok = false;
 	}
 	PG_END_TRY();
 	return ok;
+}
+
+typedef struct JqSubxactStatement
+{
+	JqPlanId	id;
+	Datum	   *values;
+	const char *nulls;
+	int			rc_expected;
+} JqSubxactStatement;
+
+static void
+jq_execute_statement(void *arg)
+{
+	JqSubxactStatement *st = (JqSubxactStatement *) arg;
+
+	jq_execute(st->id, st->values, st->nulls, st->rc_expected);
+}
+
+/*
+ * Run kept statement id as jq_execute does, in a subtransaction
+ * (jq_run_subxact).  Returns true when it succeeded; its result is in
+ * SPI_tuptable.  When it failed with an error caused by the data, the
+ * error is returned in *edata and false returned; any other error is
+ * raised again.
+ */
+bool
+jq_execute_subxact(JqPlanId id, Datum *values, const char *nulls,
+				   int rc_expected, ErrorData **edata)
+{
+	JqSubxactStatement st = {id, values, nulls, rc_expected};
+
+	return jq_run_subxact(jq_execute_statement, &st, true, edata);
 }
 
 /* Column col of result row row, which must not be NULL. */

@@ -117,7 +117,40 @@ jq_add_name(List *list, const char *name, MemoryContext cxt)
  * task, likewise, runs queue by queue (jq_groups_repair_local).
  */
 
-/* On Citus: jq_groups_repair of each queue whose shard this node holds */
+static void
+jq_groups_repair_one(void *queue_name)
+{
+	(void) jq_groups_repair((const char *) queue_name);
+}
+
+/*
+ * jq_groups_repair(queue_name) in a subtransaction: an error (a groups
+ * table changed by hand, a statement the cluster refuses) is a WARNING,
+ * and the repair is tried again at the next pass, rather than taking back
+ * the reaps of the unit it ends and failing every pass after.
+ */
+static void
+jq_groups_repair_guarded(const char *queue_name)
+{
+	ErrorData  *edata;
+
+	if (jq_run_subxact(jq_groups_repair_one, (void *) queue_name, false, &edata))
+		return;
+	if (queue_name != NULL)
+		ereport(WARNING,
+				(errcode(edata->sqlerrcode),
+				 errmsg("could not repair the group counters of queue \"%s\": %s",
+						queue_name, edata->message),
+				 errdetail("The worker tries again at its next pass.")));
+	else
+		ereport(WARNING,
+				(errcode(edata->sqlerrcode),
+				 errmsg("could not repair the group counters: %s", edata->message),
+				 errdetail("The worker tries again at its next pass.")));
+	FreeErrorData(edata);
+}
+
+/* On Citus: the repair of each queue whose shard this node holds */
 static void
 jq_groups_repair_local(void)
 {
@@ -125,7 +158,7 @@ jq_groups_repair_local(void)
 	ListCell   *lc;
 
 	foreach(lc, queues)
-		(void) jq_groups_repair((const char *) lfirst(lc));
+		jq_groups_repair_guarded((const char *) lfirst(lc));
 }
 
 /*
@@ -150,12 +183,13 @@ jq_expire_local(int max_jobs, TimestampTz now)
 
 /*
  * Reap: one batch of expired leases, and one of jobs past their start_by
- * (cancelled as EXPIRED, their dependents with them).  Queues in which jobs became ready at
- * once are added to *ready for the announce task.  The last unit also
- * corrects the group counters that disagree with the jobs
- * (jq_groups_repair: after a restore without triggers, work done with
- * session_replication_role = replica).  The last unit also looks
- * up when the next lease expires, so that the worker knows when this
+ * (cancelled as EXPIRED, their dependents with them).  Queues in which
+ * jobs became ready at once are added to *ready for the announce task.
+ * The last unit also corrects the group counters that disagree with the
+ * jobs (jq_groups_repair: after a restore without triggers, work done with
+ * session_replication_role = replica), in a subtransaction whose error
+ * does not undo the reaps (jq_groups_repair_guarded).  The last unit also
+ * looks up when the next lease expires, so that the worker knows when this
  * database is due again -- unless the database is busy (jobs changed since
  * the previous pass began): the lookup would walk the lease index's entries
  * of every job finished since the last vacuum, and its answer would only
@@ -191,7 +225,7 @@ jq_task_reap(TimestampTz now, List **ready, MemoryContext cxt, bool *more)
 		return n;
 	/* the group counters, where something went around the triggers */
 	if (jq_ordering_installed())
-		(void) jq_groups_repair(NULL);
+		jq_groups_repair_guarded(NULL);
 	if (jq_worker_database_busy())
 		next_lease_expiry = now;
 	else

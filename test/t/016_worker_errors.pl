@@ -1,7 +1,8 @@
 # Background worker: an error in a pass is logged, shown by
 # jq_worker_status() and jq_worker_tasks() (cut on a character boundary),
 # and retried later with a growing delay -- not in a tight loop, and without
-# the worker exiting.
+# the worker exiting.  An error in the repair of group counters is only a
+# warning: it does not undo the reaps before it.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -70,6 +71,43 @@ SELECT count(*) = 1 FROM pg_stat_activity
 WHERE pid = (SELECT pid FROM jobqueue.jq_worker_status())
   AND state = 'idle' AND backend_xid IS NULL AND backend_xmin IS NULL}),
 	'between passes it holds no transaction and no snapshot');
+
+# An error in the repair of the group counters (here a trigger that
+# refuses to correct one queue's row) is a WARNING: the reaps of the unit it
+# ends stand, and the repair is tried again at the next pass.
+$node->safe_psql('postgres', q{
+SELECT jobqueue.jq_create_queue('g', group_concurrency => 2, backoff_base => '1 hour');
+SELECT jobqueue.jq_create_queue('h', group_concurrency => 2);
+SELECT jobqueue.jq_enqueue('g', '{}', group_key => 'a');
+SELECT jobqueue.jq_enqueue('h', '{}', group_key => 'x');
+UPDATE jobqueue.groups SET running = 42 WHERE queue_name = 'h';
+CREATE FUNCTION public.no_repair() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF OLD.running = 42 THEN
+        RAISE EXCEPTION 'no_repair: this row stays as it is';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER no_repair BEFORE UPDATE ON jobqueue.groups
+    FOR EACH ROW EXECUTE FUNCTION public.no_repair();
+});
+$log_offset = -s $node->logfile;
+$node->safe_psql('postgres', q{SELECT count(*) FROM jobqueue.jq_claim('g', 1, 'w', '10 milliseconds')});
+ok( $node->poll_query_until(
+		'postgres', q{SELECT status = 'pending' FROM jobqueue.jobs WHERE queue_name = 'g'}),
+	'an expired lease is reaped while the repair of the group counters fails');
+ok( $node->poll_query_until(
+		'postgres', q{SELECT running = 0 FROM jobqueue.groups WHERE queue_name = 'g'}),
+	'and the reap counted the job off its group');
+$log = slurp_file($node->logfile, $log_offset);
+like($log, qr/WARNING:  could not repair the group counters: no_repair: this row stays as it is/,
+	'the failed repair is a warning');
+is($node->safe_psql('postgres', q{SELECT running FROM jobqueue.groups WHERE queue_name = 'h'}),
+	'42', 'the row the trigger protects is left as it is');
+$node->safe_psql('postgres', 'DROP TRIGGER no_repair ON jobqueue.groups');
+ok( $node->poll_query_until(
+		'postgres', q{SELECT running = 0 FROM jobqueue.groups WHERE queue_name = 'h'}),
+	'once the cause is gone, a later pass repairs it');
 
 $node->stop;
 done_testing();
