@@ -404,6 +404,14 @@ psql_try 0 -c "SELECT jobqueue.jq_create_queue('$qa-regroup')" \
 	-c "SELECT jobqueue.jq_alter_queue('$qa-regroup', group_concurrency => 1)" >/dev/null
 expect "a group policy given by jq_alter_queue: jobs regrouped and counted" "2 :2" \
 	"$(psql_try 0 -c "SELECT count(*) FROM jobqueue.jq_claim('$qa-regroup', 2, 'w')") $(group_rows "$qa-regroup")"
+# a fair_share queue dropped with a running job: the DELETE on the shard
+# charges the job's time to its group there, on the shard's own node
+psql_try 0 -c "SELECT jobqueue.jq_create_queue('$qa-fair', fairness => 'fair_share')" \
+	-c "SELECT count(*) FROM jobqueue.jq_enqueue_many('$qa-fair', ARRAY['{}', '{}']::jsonb[], group_keys => ARRAY['a', 'b'])" \
+	-c "SELECT count(*) FROM jobqueue.jq_claim('$qa-fair', 1, 'w')" >/dev/null
+expect "a fair_share queue with a running job is dropped" " 0" \
+	"$(psql_try 0 -c "SELECT jobqueue.jq_drop_queue('$qa-fair', force => true)" \
+		-c "SELECT count(*) FROM jobqueue.jobs WHERE queue_name = '$qa-fair'" | paste -sd ' ')"
 
 # --- a rate limit holds for the whole cluster --------------------------------
 log "a rate limit, claimed through the coordinator and both workers"

@@ -2084,7 +2084,10 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * before its group had a row: no row back, then JQ_PLAN_GROUP_COUNT.
 	 * An UPDATE: no speculative insertion and no separate row lock record,
 	 * unlike INSERT ... ON CONFLICT DO UPDATE.  Operators qualified, as in
-	 * JQ_PLAN_GROUP_COUNT.
+	 * JQ_PLAN_GROUP_COUNT.  The weight's lookup names the queue too: on
+	 * Citus the trigger runs this inside the statement the coordinator
+	 * sent to the shard, where only a statement whose every table is
+	 * filtered by the queue runs (on the shard's node).
 	 */
 	[JQ_PLAN_GROUP_ADD] = {
 		"UPDATE jobqueue.groups gr "
@@ -2096,7 +2099,9 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"                       THEN GREATEST(gr.usage_epoch, $5) ELSE gr.usage_epoch END, "
 		"    share_key = CASE WHEN $4 OPERATOR(pg_catalog.>) 0::float8 "
 		"                     THEN " JQ_SHARE_KEY_SQL(JQ_DECAYED_USAGE_SQL("gr", "$5", "$6") " OPERATOR(pg_catalog.+) $4",
-												   "GREATEST(gr.usage_epoch, $5)", JQ_GROUP_WEIGHT_SQL("gr"), "$6") " "
+												   "GREATEST(gr.usage_epoch, $5)",
+												   JQ_GROUP_WEIGHT_AND_SQL("gr", " AND gl.queue_name OPERATOR(pg_catalog.=) $1"),
+												   "$6") " "
 		"                     ELSE gr.share_key END "
 		"WHERE gr.queue_name OPERATOR(pg_catalog.=) $1 "
 		"  AND gr.group_key OPERATOR(pg_catalog.=) $2",
