@@ -389,6 +389,9 @@ expect "jq_recount_groups(queue) corrects what it finds wrong" "2" \
 		-c "DELETE FROM jobqueue.groups WHERE queue_name = '${gq[1]}' AND group_key = 'b'" \
 		-c "SELECT jobqueue.jq_recount_groups('${gq[1]}')" -c "COMMIT")"
 expect "jq_recount_groups(queue): counters right again" "a:2 b:1 c:0" "$(group_rows "${gq[1]}")"
+expect "every queue recounted, queue by queue, from the coordinator" "1 a:2 b:1 c:0" \
+	"$(psql_try 0 -c "BEGIN" -c "UPDATE jobqueue.groups SET running = 5 WHERE queue_name = '${gq[1]}' AND group_key = 'a'" \
+		-c "SELECT sum(jobqueue.jq_recount_groups(q.queue_name)) FROM jobqueue.queues q" -c "COMMIT") $(group_rows "${gq[1]}")"
 psql_try 0 -c "UPDATE jobqueue.groups SET running = 7 WHERE queue_name = '${gq[0]}' AND group_key = 'a'" \
 	-c "DELETE FROM jobqueue.groups WHERE queue_name = '${gq[0]}' AND group_key = 'b'" \
 	-c "DELETE FROM jobqueue.jobs WHERE queue_name = '${gq[0]}' AND group_key = 'c'" >/dev/null

@@ -126,7 +126,8 @@ jq_refuse_null_queue(FuncExpr *f, ParamListInfo params)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("jq_recount_groups() of every queue is not supported on a Citus cluster"),
-				 errdetail("On Citus the call is delegated to the node of the queue it names.")));
+				 errdetail("On Citus the call is delegated to the node of the queue it names."),
+				 errhint("Recount each queue: SELECT sum(jobqueue.jq_recount_groups(q.queue_name)) FROM jobqueue.queues q.")));
 	}
 	ReleaseSysCache(tup);
 	if (named_queue)
