@@ -46,6 +46,10 @@ SELECT jobqueue.jq_enqueue('q_dep_other', '{"in": 2}') AS i2 \gset
 SELECT jobqueue.jq_enqueue('q_dep', '{"in": 3}') AS i3 \gset
 SELECT jobqueue.jq_enqueue('q_dep_other', '{"join": true}', depends_on => ARRAY[:i3, :i1, :i2]) AS fin \gset
 SELECT status, waiting_for = ARRAY[:i1, :i2, :i3]::bigint[] AS waits_for_all FROM jobqueue.jq_job(:fin);
+-- each row names the queues of both its jobs (on Citus it sits on the
+-- shard of the job it waits for)
+SELECT depends_on = :i2 AS other_queue, queue_name, job_queue
+FROM jobqueue.job_dependencies WHERE job_id = :fin ORDER BY depends_on;
 SELECT pg_temp.run_one('q_dep') = :i1 AS ran_i1;
 SELECT status, waiting_for = ARRAY[:i2, :i3]::bigint[] AS waits_for_rest FROM jobqueue.jq_job(:fin);
 SELECT pg_temp.run_one('q_dep_other') = :i2 AS ran_i2;
@@ -219,7 +223,8 @@ SELECT count(*) FILTER (WHERE status = 'pending') AS released,
 FROM jobqueue.jobs WHERE id IN (:y, :f, :h);
 -- a row naming a job that does not exist (written by hand, or restored
 -- before its jobs) is left alone at commit, as before
-INSERT INTO jobqueue.job_dependencies (job_id, depends_on) VALUES (:y, -1);
+INSERT INTO jobqueue.job_dependencies (job_id, depends_on, queue_name, job_queue)
+VALUES (:y, -1, 'dep_commit', 'dep_commit');
 SELECT count(*) AS rows_naming_nothing FROM jobqueue.job_dependencies WHERE depends_on = -1;
 DELETE FROM jobqueue.job_dependencies WHERE depends_on = -1;
 SELECT jobqueue.jq_drop_queue('dep_commit', force => true);

@@ -1103,7 +1103,8 @@ DROP FUNCTION jobqueue.jq_job_1_3(bigint);
  * The changes one node of a Citus cluster needs before and after the tables
  * are distributed, run on every node by jq_distribute() (each in its own
  * transaction there) and idempotent:
- *   - the primary key of jobs becomes (queue_name, id): Citus needs the
+ *   - the primary key of jobs becomes (queue_name, id), that of
+ *     job_dependencies (job_id, depends_on, queue_name): Citus needs the
  *     distribution column in every unique index; the calls by id alone
  *     find their job through jobs_id_idx;
  *   - foreign keys between its tables are dropped until the tables are
@@ -1154,6 +1155,14 @@ BEGIN
 	IF pg_catalog.to_regclass('jobqueue.jobs_id_idx') IS NULL THEN
 		CREATE INDEX jobs_id_idx ON jobqueue.jobs (id);
 		RETURN NEXT 'jobs: index jobs_id_idx (id)';
+	END IF;
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_constraint c
+				   JOIN pg_catalog.pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = ANY (c.conkey)
+				   WHERE c.conrelid = 'jobqueue.job_dependencies'::pg_catalog.regclass
+					 AND c.contype = 'p' AND a.attname = 'queue_name') THEN
+		ALTER TABLE jobqueue.job_dependencies DROP CONSTRAINT job_dependencies_pkey,
+			ADD CONSTRAINT job_dependencies_pkey PRIMARY KEY (job_id, depends_on, queue_name);
+		RETURN NEXT 'job_dependencies: primary key (job_id, depends_on, queue_name)';
 	END IF;
 
 	-- foreign keys of tables not yet distributed (jq_distribute() makes
@@ -1617,6 +1626,35 @@ $$;
 ------------------------------------------------------------------------------
 -- Dependencies: a producer's open transaction never holds up a running job
 ------------------------------------------------------------------------------
+
+/*
+ * Each row of job_dependencies names the queues of both its jobs:
+ * queue_name that of depends_on, job_queue that of job_id.  On Citus the
+ * table is distributed by queue_name with jobs, so a row sits on the shard
+ * of the job it waits for and the statement that finishes that job finds
+ * its dependents there; their updates name job_queue and go to their own
+ * shard.  Rows of earlier versions get the queues of their jobs (a row
+ * naming a job that no longer exists, the other job's queue; a row naming
+ * neither is of no use and goes).
+ */
+ALTER TABLE jobqueue.job_dependencies
+	ADD COLUMN queue_name text,
+	ADD COLUMN job_queue text;
+UPDATE jobqueue.job_dependencies d
+SET queue_name = (SELECT j.queue_name FROM jobqueue.jobs j WHERE j.id = d.depends_on),
+	job_queue = (SELECT j.queue_name FROM jobqueue.jobs j WHERE j.id = d.job_id);
+DELETE FROM jobqueue.job_dependencies d WHERE d.queue_name IS NULL AND d.job_queue IS NULL;
+UPDATE jobqueue.job_dependencies d
+SET queue_name = COALESCE(d.queue_name, d.job_queue),
+	job_queue = COALESCE(d.job_queue, d.queue_name)
+WHERE d.queue_name IS NULL OR d.job_queue IS NULL;
+ALTER TABLE jobqueue.job_dependencies
+	ALTER COLUMN queue_name SET NOT NULL,
+	ALTER COLUMN job_queue SET NOT NULL;
+COMMENT ON COLUMN jobqueue.job_dependencies.queue_name IS
+	'the queue of depends_on (on Citus the row sits on that queue''s shard)';
+COMMENT ON COLUMN jobqueue.job_dependencies.job_queue IS
+	'the queue of job_id';
 
 /*
  * An enqueue with depends_on locks its dependencies FOR KEY SHARE only (no

@@ -253,7 +253,6 @@ jq_drop_queue(PG_FUNCTION_ARGS)
 	Oid			argtypes[1] = {TEXTOID};
 	Datum		values[1];
 	int64		njobs;
-	bool		isnull;
 	int			guc_nestlevel = 0;
 
 	force = DatumGetBool(jq_arg_required(fcinfo, 1, "force"));
@@ -263,9 +262,9 @@ jq_drop_queue(PG_FUNCTION_ARGS)
 	if (jq_distributed_mode())
 	{
 		/*
-		 * Citus writes the reference tables below (queues, dependencies)
-		 * only after reads of every shard over one connection per node;
-		 * for this call only (AtEOXact_GUC below)
+		 * Citus writes the reference table queues below only after reads
+		 * of every shard over one connection per node; for this call only
+		 * (AtEOXact_GUC below)
 		 */
 		guc_nestlevel = NewGUCNestLevel();
 		(void) set_config_option("citus.multi_shard_modify_mode", "sequential",
@@ -294,9 +293,8 @@ jq_drop_queue(PG_FUNCTION_ARGS)
 
 	/*
 	 * Jobs of other queues must not wait for jobs that vanish.  On Citus
-	 * the jobs of two queues cannot be joined by id (a repartition join),
-	 * nor a reference table written with a join to the distributed jobs:
-	 * the queue's ids are read on its shard first, as a subquery.
+	 * the rows naming the queue's jobs as dependencies are on its shard;
+	 * those naming them as waiting, on every shard.
 	 */
 	if (!jq_distributed_mode())
 		jq_execute_once("find dependents", "SELECT d.job_id, d.depends_on "
@@ -306,14 +304,10 @@ jq_drop_queue(PG_FUNCTION_ARGS)
 						"WHERE j.queue_name = $1 AND w.queue_name <> $1 LIMIT 1",
 						1, argtypes, values, NULL, SPI_OK_SELECT);
 	else
-		jq_execute_once("find dependents across nodes",
-						"WITH qj AS (SELECT j.id FROM jobqueue.jobs j WHERE j.queue_name = $1), "
-						"dd AS (SELECT d.job_id, d.depends_on FROM jobqueue.job_dependencies d "
-						"       WHERE d.depends_on IN (SELECT qj.id FROM qj) "
-						"         AND d.job_id NOT IN (SELECT qj.id FROM qj)) "
-						"SELECT dd.job_id, dd.depends_on FROM dd "
-						"JOIN jobqueue.jobs w ON w.id = dd.job_id "
-						"ORDER BY dd.job_id, dd.depends_on LIMIT 1",
+		jq_execute_once("find dependents in other queues",
+						"SELECT d.job_id, d.depends_on FROM jobqueue.job_dependencies d "
+						"WHERE d.queue_name = $1 AND d.job_queue <> $1 "
+						"ORDER BY d.job_id, d.depends_on LIMIT 1",
 						1, argtypes, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed > 0)
 		ereport(ERROR,
@@ -328,21 +322,9 @@ jq_drop_queue(PG_FUNCTION_ARGS)
 						"USING jobqueue.jobs j WHERE j.id = d.job_id AND j.queue_name = $1",
 						1, argtypes, values, NULL, SPI_OK_DELETE);
 	else
-	{
-		Oid			idtypes[1] = {INT8ARRAYOID};
-		Datum		ids[1];
-		char		idnulls[1] = {JQ_NOTNULL};
-
-		/* one statement may not read the shard and write the reference table */
-		jq_execute_once("queue ids", "SELECT pg_catalog.array_agg(j.id) FROM jobqueue.jobs j "
-						"WHERE j.queue_name = $1",
-						1, argtypes, values, NULL, SPI_OK_SELECT);
-		ids[0] = jq_result_nullable(0, 1, &isnull);
-		if (!isnull)
-			jq_execute_once("drop dependencies by id", "DELETE FROM jobqueue.job_dependencies d "
-							"WHERE d.job_id = ANY ($1)",
-							1, idtypes, ids, idnulls, SPI_OK_DELETE);
-	}
+		jq_execute_once("drop dependencies of queue", "DELETE FROM jobqueue.job_dependencies d "
+						"WHERE d.job_queue = $1",
+						1, argtypes, values, NULL, SPI_OK_DELETE);
 	jq_execute_once("drop jobs", "DELETE FROM jobqueue.jobs j WHERE j.queue_name = $1",
 					1, argtypes, values, NULL, SPI_OK_DELETE);
 	jq_queues_changed();
@@ -486,7 +468,8 @@ jq_retry_call(FunctionCallInfo fcinfo, bool queue_first)
 		if (settings->exists && jq_queue_admits(settings))
 			jq_admission_forget(queue_name);
 	}
-	jq_retry_check_dependencies(DatumGetInt64(values[0]));
+	jq_retry_check_dependencies(DatumGetInt64(values[0]), values[5],
+								nulls[5] == JQ_ISNULL);
 	jq_execute(JQ_PLAN_RETRY, values, nulls, SPI_OK_UPDATE_RETURNING);
 	replayed = (jq_note_outcome(JQ_TR_REPLAY, 0, NULL, NULL, NULL) == 1);
 	jq_spi_finish();

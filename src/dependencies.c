@@ -54,6 +54,16 @@
  * dependencies until it commits and sets has_dependents at once, as 1.3
  * did (JQ_PLAN_DEPENDENCIES_LOCK).
  *
+ * On Citus, job_dependencies is distributed by queue_name, the queue of
+ * depends_on, so a finishing job finds the rows of its dependents on its
+ * own shard; the dependents are updated on theirs (outcome.c).  The
+ * enqueue finds each dependency's queue (its own queue first, every shard
+ * only for the others), locks them queue by queue as on a schema before
+ * 1.4 -- a producer's open transaction holds up their completion there --
+ * and writes each queue's rows on its shard; the check at commit does
+ * nothing.  Reading a job's dependencies (jq_job, jq_retry) reads every
+ * shard.
+ *
  *-------------------------------------------------------------------------
  */
 #include "jobqueue.h"
@@ -136,6 +146,218 @@ jq_int64_array_copy(Datum a, int64 **ids)
 	return n;
 }
 
+/* A dependency on Citus: its queue, its id and (once locked) its status */
+typedef struct JqDependency
+{
+	char	   *queue;
+	int64		id;
+	char	   *status;
+} JqDependency;
+
+/* By queue, then id: the order in which they are locked on Citus */
+static int
+jq_dependency_queue_cmp(const void *a, const void *b)
+{
+	const JqDependency *x = a;
+	const JqDependency *y = b;
+	int			c = strcmp(x->queue, y->queue);
+
+	return c != 0 ? c : (x->id > y->id) - (x->id < y->id);
+}
+
+/* By id */
+static int
+jq_dependency_id_cmp(const void *a, const void *b)
+{
+	return jq_int64_cmp(&((const JqDependency *) a)->id,
+						&((const JqDependency *) b)->id);
+}
+
+static Datum
+jq_dependency_ids(const JqDependency *deps, int from, int to)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * Max(to - from, 1));
+	int			i;
+
+	for (i = from; i < to; i++)
+		elems[i - from] = Int64GetDatum(deps[i].id);
+	return PointerGetDatum(construct_array(elems, to - from, INT8OID, sizeof(int64),
+										   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+}
+
+static void
+jq_raise_unknown_dependency(int64 id)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
+			 errmsg("job %lld does not exist", (long long) id),
+			 errdetail("A job can only depend on existing jobs.")));
+}
+
+/*
+ * Citus: the queue of each of the n dependencies ids[] (sorted, distinct),
+ * read in queue first, then on every shard if some are elsewhere.  An
+ * unknown one is an error.  Returns them by queue, then id.
+ */
+static JqDependency *
+jq_dependencies_find(const int64 *ids, int n, Datum queue)
+{
+	JqDependency *deps = palloc(sizeof(JqDependency) * Max(n, 1));
+	JqDependency *d = deps;
+	Datum		values[2];
+	char		nulls[2] = {JQ_NOTNULL, JQ_NOTNULL};
+	Datum	   *elems = palloc(sizeof(Datum) * Max(n, 1));
+	uint64		found;
+	uint64		i;
+	int			k;
+
+	for (k = 0; k < n; k++)
+		elems[k] = Int64GetDatum(ids[k]);
+	values[0] = PointerGetDatum(construct_array(elems, n, INT8OID, sizeof(int64),
+												FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	values[1] = queue;
+	jq_execute(JQ_PLAN_DEPENDENCIES_FIND, values, nulls, SPI_OK_SELECT);
+	if (SPI_processed < (uint64) n)
+	{
+		nulls[1] = JQ_ISNULL;
+		jq_execute(JQ_PLAN_DEPENDENCIES_FIND, values, nulls, SPI_OK_SELECT);
+	}
+	found = SPI_processed;
+	for (i = 0; i < found; i++)
+	{
+		d[i].queue = jq_result_name(i, 1);
+		d[i].id = DatumGetInt64(jq_result(i, 2));
+		d[i].status = NULL;
+	}
+	qsort(d, found, sizeof(JqDependency), jq_dependency_id_cmp);
+	for (k = 0, i = 0; k < n; k++)
+	{
+		if (i < found && d[i].id == ids[k])
+			i++;
+		else
+			jq_raise_unknown_dependency(ids[k]);
+	}
+	qsort(d, n, sizeof(JqDependency), jq_dependency_queue_cmp);
+	return deps;
+}
+
+/*
+ * Citus: JQ_PLAN_DEPENDENCIES_LOCK's result, taken queue by queue (each
+ * queue's dependencies locked in id order on its shard).  Fills values[]
+ * and nulls[] at the places of JQ_PLAN_ENQUEUE_DEPENDENT's $8 (the
+ * dependencies that have not succeeded), $9 and $10 (the first that is
+ * dead or cancelled, its status) and $12 (the queues of $8).  Returns the
+ * dependencies by queue, then id.
+ */
+static JqDependency *
+jq_dependencies_lock_distributed(ArrayType *depends_on, Datum queue,
+								 Datum *values, char *nulls, int *ndeps)
+{
+	int64	   *ids;
+	int			n = jq_int64_array_copy(PointerGetDatum(depends_on), &ids);
+	JqDependency *deps = jq_dependencies_find(ids, n, queue);
+	JqDependency *waits = palloc(sizeof(JqDependency) * Max(n, 1));
+	JqDependency *failed = NULL;
+	Datum	   *wait_ids = palloc(sizeof(Datum) * Max(n, 1));
+	Datum	   *wait_queues = palloc(sizeof(Datum) * Max(n, 1));
+	int			nwaits = 0;
+	int			from;
+	int			i;
+
+	for (from = 0; from < n;)
+	{
+		int			to = from + 1;
+		Datum		lock_values[2];
+		uint64		r;
+
+		while (to < n && strcmp(deps[to].queue, deps[from].queue) == 0)
+			to++;
+		lock_values[0] = jq_dependency_ids(deps, from, to);
+		lock_values[1] = CStringGetTextDatum(deps[from].queue);
+		jq_execute(JQ_PLAN_DEPENDENCIES_LOCK_IN, lock_values, NULL,
+				   SPI_OK_UPDATE_RETURNING);
+		/* both in id order; one deleted since it was found is unknown */
+		for (i = from, r = 0; i < to; i++)
+		{
+			if (r < SPI_processed && DatumGetInt64(jq_result(r, 1)) == deps[i].id)
+				deps[i].status = jq_result_name(r++, 2);
+			else
+				jq_raise_unknown_dependency(deps[i].id);
+		}
+		from = to;
+	}
+
+	for (i = 0; i < n; i++)
+	{
+		if (strcmp(deps[i].status, "succeeded") == 0)
+			continue;
+		waits[nwaits++] = deps[i];
+		if ((strcmp(deps[i].status, "dead") == 0 ||
+			 strcmp(deps[i].status, "cancelled") == 0) &&
+			(failed == NULL || deps[i].id < failed->id))
+			failed = &deps[i];
+	}
+	qsort(waits, nwaits, sizeof(JqDependency), jq_dependency_id_cmp);
+	for (i = 0; i < nwaits; i++)
+	{
+		wait_ids[i] = Int64GetDatum(waits[i].id);
+		wait_queues[i] = CStringGetTextDatum(waits[i].queue);
+	}
+	values[7] = PointerGetDatum(construct_array(wait_ids, nwaits, INT8OID, sizeof(int64),
+												FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	values[11] = PointerGetDatum(construct_array(wait_queues, nwaits, TEXTOID, -1,
+												 false, TYPALIGN_INT));
+	nulls[7] = nulls[11] = JQ_NOTNULL;
+	if (failed != NULL)
+	{
+		values[8] = Int64GetDatum(failed->id);
+		values[9] = CStringGetTextDatum(failed->status);
+		nulls[8] = nulls[9] = JQ_NOTNULL;
+	}
+	else
+		nulls[8] = nulls[9] = JQ_ISNULL;
+	*ndeps = n;
+	return deps;
+}
+
+/*
+ * Citus: the rows of job_dependencies of the n_jobs new jobs job_ids[] of
+ * queue, one statement per queue of the dependencies that have not
+ * succeeded (deps[], by queue)
+ */
+static void
+jq_dependencies_add_distributed(const JqDependency *deps, int ndeps,
+								Datum *job_ids, int n_jobs, Datum queue)
+{
+	Datum		jobs = PointerGetDatum(construct_array(job_ids, n_jobs, INT8OID,
+													   sizeof(int64), FLOAT8PASSBYVAL,
+													   TYPALIGN_DOUBLE));
+	JqDependency *waits = palloc(sizeof(JqDependency) * Max(ndeps, 1));
+	int			nwaits = 0;
+	int			from;
+	int			i;
+
+	for (i = 0; i < ndeps; i++)
+	{
+		if (strcmp(deps[i].status, "succeeded") != 0)
+			waits[nwaits++] = deps[i];
+	}
+	for (from = 0; from < nwaits;)
+	{
+		int			to = from + 1;
+		Datum		values[4];
+
+		while (to < nwaits && strcmp(waits[to].queue, waits[from].queue) == 0)
+			to++;
+		values[0] = CStringGetTextDatum(waits[from].queue);
+		values[1] = jq_dependency_ids(waits, from, to);
+		values[2] = jobs;
+		values[3] = queue;
+		jq_execute(JQ_PLAN_DEPENDENCIES_ADD, values, NULL, SPI_OK_INSERT);
+		from = to;
+	}
+}
+
 /*
  * depends_on argument argno: a one-dimensional bigint array without NULLs,
  * returned sorted and without duplicates.
@@ -185,30 +407,25 @@ jq_enqueue_dependent(FunctionCallInfo fcinfo, Datum *values, char *nulls,
 {
 	char	   *queue_name = text_to_cstring(DatumGetTextPP(values[0]));
 	Datum		lock_values[1];
-	Datum		ins[11];
-	char		ins_nulls[11];
+	Datum		ins[12];
+	char		ins_nulls[12];
 	bool		isnull;
 	Datum		d;
 	int64		job_id = 0;
 	uint64		i;
+	bool		distributed;
 	bool		settle;
+	JqDependency *deps = NULL;
+	int			ndeps = 0;
 
 	if (payloads == NULL)
 		payloads = construct_array(&values[1], 1, JSONBOID, -1, false,
 								   TYPALIGN_INT);
 
-	settle = jq_dependencies_settled_at_commit();
 	jq_spi_connect();
+	distributed = jq_distributed_mode();
+	settle = !distributed && jq_dependencies_settled_at_commit();
 	jq_check_aged_priority(TextDatumGetCString(values[0]), DatumGetInt32(values[2]));
-	lock_values[0] = PointerGetDatum(depends_on);
-	jq_execute(settle ? JQ_PLAN_DEPENDENCIES_READ : JQ_PLAN_DEPENDENCIES_LOCK,
-			   lock_values, NULL, SPI_OK_SELECT);
-	d = jq_result_nullable(0, 1, &isnull);
-	if (!isnull)
-		ereport(ERROR,
-				(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
-				 errmsg("job %lld does not exist", (long long) DatumGetInt64(d)),
-				 errdetail("A job can only depend on existing jobs.")));
 
 	memset(ins_nulls, JQ_NOTNULL, sizeof(ins_nulls));
 	for (i = 0; i < 7; i++)
@@ -218,20 +435,40 @@ jq_enqueue_dependent(FunctionCallInfo fcinfo, Datum *values, char *nulls,
 	}
 	ins[1] = PointerGetDatum(payloads);
 	ins_nulls[1] = JQ_NOTNULL;
-	/* the results stay in SPI memory until SPI_finish */
-	ins[7] = jq_result(0, 2);
-	ins[8] = jq_result_nullable(0, 3, &isnull);
-	if (isnull)
-		ins_nulls[8] = ins_nulls[9] = JQ_ISNULL;
-	else
-		ins[9] = jq_result(0, 4);
 	ins[10] = PointerGetDatum(group_keys);
 	if (group_keys == NULL)
 		ins_nulls[10] = JQ_ISNULL;
 
+	if (distributed)
+		deps = jq_dependencies_lock_distributed(depends_on, values[0], ins,
+												ins_nulls, &ndeps);
+	else
+	{
+		lock_values[0] = PointerGetDatum(depends_on);
+		jq_execute(settle ? JQ_PLAN_DEPENDENCIES_READ : JQ_PLAN_DEPENDENCIES_LOCK,
+				   lock_values, NULL, SPI_OK_SELECT);
+		d = jq_result_nullable(0, 1, &isnull);
+		if (!isnull)
+			jq_raise_unknown_dependency(DatumGetInt64(d));
+		/* the results stay in SPI memory until SPI_finish */
+		ins[7] = jq_result(0, 2);
+		ins[8] = jq_result_nullable(0, 3, &isnull);
+		if (isnull)
+			ins_nulls[8] = ins_nulls[9] = JQ_ISNULL;
+		else
+			ins[9] = jq_result(0, 4);
+		ins[11] = jq_result(0, 5);
+	}
+
 	jq_execute(JQ_PLAN_ENQUEUE_DEPENDENT, ins, ins_nulls, SPI_OK_SELECT);
 	if (SPI_processed > 0)
 	{
+		Datum	   *job_ids = palloc(sizeof(Datum) * SPI_processed);
+		uint64		njobs = SPI_processed;
+
+		for (i = 0; i < njobs; i++)
+			job_ids[i] = jq_result(i, JQ_OUTCOME_ID);
+
 		if (settle)
 		{
 			/* the dependencies the new jobs wait for, settled at commit */
@@ -255,6 +492,9 @@ jq_enqueue_dependent(FunctionCallInfo fcinfo, Datum *values, char *nulls,
 			}
 		}
 		(void) jq_note_outcome(JQ_TR_ENQUEUE, 0, NULL, NULL, NULL);
+		if (distributed && ins_nulls[8] == JQ_ISNULL)
+			jq_dependencies_add_distributed(deps, ndeps, job_ids, (int) njobs,
+											values[0]);
 	}
 	else
 	{
@@ -322,6 +562,9 @@ jq_dependencies_settle(PG_FUNCTION_ARGS)
 	n = jq_dependencies_take_unsettled(DatumGetInt64(dep), &ids);
 	if (n == 0)
 		return PointerGetDatum(NULL);
+	/* on Citus the enqueue locked and marked the dependencies (see header) */
+	if (jq_distributed_mode())
+		return PointerGetDatum(NULL);
 
 	elems = palloc(sizeof(Datum) * n);
 	for (i = 0; i < n; i++)
@@ -341,35 +584,83 @@ jq_dependencies_settle(PG_FUNCTION_ARGS)
 }
 
 /*
- * Before jq_retry replays job_id: raise an error (55000) if one of its
- * dependencies that have not succeeded is dead, cancelled or gone, and
- * lock the others so that none of them finishes before the replay
- * commits.  A replayed job with dependencies left waits for them again.
- * Must be called while connected to SPI.
+ * Before jq_retry replays job_id of queue (queue_null: no such job): raise
+ * an error (55000) if one of its dependencies that have not succeeded is
+ * dead, cancelled or gone, and lock the others so that none of them
+ * finishes before the replay commits.  A replayed job with dependencies
+ * left waits for them again.  Must be called while connected to SPI.
  */
 void
-jq_retry_check_dependencies(int64 job_id)
+jq_retry_check_dependencies(int64 job_id, Datum queue, bool queue_null)
 {
-	Datum		values[1];
+	Datum		values[2];
+	int64		dep = 0;
+	char	   *status = NULL;
+	bool		refused = false;
 
 	values[0] = Int64GetDatum(job_id);
-	/*
-	 * On Citus the check locks the dependencies with one statement over
-	 * every shard, which Citus refuses: a job without dependencies (no row
-	 * names it; only its own enqueue adds them) skips it there.
-	 */
-	if (jq_distributed_mode())
+	if (!jq_distributed_mode())
 	{
-		jq_execute(JQ_PLAN_HAS_DEPENDENCIES, values, NULL, SPI_OK_SELECT);
-		if (!jq_result_bool(0, 1))
-			return;
+		jq_execute(JQ_PLAN_RETRY_DEPENDENCIES, values, NULL, SPI_OK_SELECT);
+		if (SPI_processed > 0)
+		{
+			refused = true;
+			dep = DatumGetInt64(jq_result(0, 1));
+			status = jq_result_name(0, 2);
+		}
 	}
-	jq_execute(JQ_PLAN_RETRY_DEPENDENCIES, values, NULL, SPI_OK_SELECT);
-	if (SPI_processed > 0)
+	else if (!queue_null)
 	{
-		int64		dep = DatumGetInt64(jq_result(0, 1));
-		char	   *status = jq_result_name(0, 2);
+		/* the rows are on every shard; the dependencies locked per queue */
+		JqDependency *deps;
+		uint64		n;
+		uint64		from;
+		uint64		i;
 
+		values[1] = queue;
+		jq_execute(JQ_PLAN_JOB_DEPENDENCIES, values, NULL, SPI_OK_SELECT);
+		n = SPI_processed;
+		deps = palloc(sizeof(JqDependency) * Max(n, 1));
+		for (i = 0; i < n; i++)
+		{
+			deps[i].queue = jq_result_name(i, 1);
+			deps[i].id = DatumGetInt64(jq_result(i, 2));
+			deps[i].status = NULL;
+		}
+		qsort(deps, n, sizeof(JqDependency), jq_dependency_queue_cmp);
+		for (from = 0; from < n;)
+		{
+			uint64		to = from + 1;
+			Datum		lock_values[2];
+			uint64		r;
+
+			while (to < n && strcmp(deps[to].queue, deps[from].queue) == 0)
+				to++;
+			lock_values[0] = jq_dependency_ids(deps, (int) from, (int) to);
+			lock_values[1] = CStringGetTextDatum(deps[from].queue);
+			jq_execute(JQ_PLAN_DEPENDENCIES_SHARE_IN, lock_values, NULL,
+					   SPI_OK_SELECT);
+			for (i = from, r = 0; i < to; i++)
+			{
+				if (r < SPI_processed && DatumGetInt64(jq_result(r, 1)) == deps[i].id)
+					deps[i].status = jq_result_name(r++, 2);
+			}
+			from = to;
+		}
+		qsort(deps, n, sizeof(JqDependency), jq_dependency_id_cmp);
+		for (i = 0; i < n && !refused; i++)
+		{
+			if (deps[i].status == NULL ||
+				strcmp(deps[i].status, "dead") == 0 ||
+				strcmp(deps[i].status, "cancelled") == 0)
+			{
+				refused = true;
+				dep = deps[i].id;
+				status = deps[i].status;
+			}
+		}
+	}
+	if (refused)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("cannot replay job %lld: it depends on job %lld, which is %s",
@@ -377,5 +668,28 @@ jq_retry_check_dependencies(int64 job_id)
 						status != NULL ? status : "deleted"),
 				 errhint("Replay job %lld first, or enqueue a new job.",
 						 (long long) dep)));
-	}
+}
+
+/*
+ * Citus: jq_job's list of what job_id of queue waits for, read from every
+ * shard (JQ_PLAN_JOB's distributed form gives an empty array when there
+ * is something to read).  Connected to SPI; SPI's result is left to the
+ * caller's next statement.
+ */
+Datum
+jq_job_dependencies(Datum job_id, Datum queue)
+{
+	Datum		values[2];
+	Datum	   *elems;
+	uint64		i;
+
+	values[0] = job_id;
+	values[1] = queue;
+	jq_execute(JQ_PLAN_JOB_DEPENDENCIES, values, NULL, SPI_OK_SELECT);
+	elems = palloc(sizeof(Datum) * Max(SPI_processed, 1));
+	for (i = 0; i < SPI_processed; i++)
+		elems[i] = jq_result(i, 2);
+	return PointerGetDatum(construct_array(elems, (int) SPI_processed, INT8OID,
+										   sizeof(int64), FLOAT8PASSBYVAL,
+										   TYPALIGN_DOUBLE));
 }

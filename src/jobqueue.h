@@ -161,7 +161,17 @@ typedef enum JqPlanId
 	JQ_PLAN_READY_QUEUE,
 	JQ_PLAN_PURGE_DUE_QUEUE,
 	JQ_PLAN_QUEUE_ROW,
-	JQ_PLAN_HAS_DEPENDENCIES,
+	JQ_PLAN_DEPENDENCIES_FIND,
+	JQ_PLAN_DEPENDENCIES_LOCK_IN,
+	JQ_PLAN_DEPENDENCIES_ADD,
+	JQ_PLAN_DEPENDENTS_TAKE,
+	JQ_PLAN_DEPENDENTS_COUNT_OFF,
+	JQ_PLAN_DEPENDENTS_OF,
+	JQ_PLAN_DEPENDENTS_CANCEL_IN,
+	JQ_PLAN_JOB_DEPENDENCIES,
+	JQ_PLAN_DEPENDENCIES_SHARE_IN,
+	JQ_PLAN_PURGE_WAITERS,
+	JQ_PLAN_DEPENDENCIES_DROP_OF,
 	JQ_NUM_PLANS
 } JqPlanId;
 
@@ -422,7 +432,8 @@ extern int64 jq_enqueue_dependent(FunctionCallInfo fcinfo, Datum *values,
 								  ArrayType *depends_on, ArrayType *group_keys,
 								  Tuplestorestate *tupstore,
 								  TupleDesc tupdesc);
-extern void jq_retry_check_dependencies(int64 job_id);
+extern void jq_retry_check_dependencies(int64 job_id, Datum queue, bool queue_null);
+extern Datum jq_job_dependencies(Datum job_id, Datum queue);
 extern ArrayType *jq_arg_depends_on(FunctionCallInfo fcinfo, int argno);
 
 /*

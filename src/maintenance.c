@@ -190,6 +190,49 @@ jq_reap_local_batch(int max_jobs, List **woken_queues, MemoryContext result_cxt,
 	return reaped;
 }
 
+/* JQ_PLAN_PURGE's parameters, and the number of jobs it deleted */
+typedef struct JqPurge
+{
+	Datum	   *values;
+	const char *nulls;
+	uint64		purged;
+} JqPurge;
+
+/*
+ * Run JQ_PLAN_PURGE.  On Citus the rows of job_dependencies that name the
+ * jobs it may delete as waiting are on their dependencies' shards: they
+ * go first, with a statement on every shard, and only when some of those
+ * jobs have any (JQ_PLAN_PURGE_WAITERS).
+ */
+static void
+jq_purge_run(void *arg)
+{
+	JqPurge    *p = (JqPurge *) arg;
+
+	if (jq_distributed_mode())
+	{
+		jq_execute(JQ_PLAN_PURGE_WAITERS, p->values, p->nulls,
+				   SPI_OK_UPDATE_RETURNING);
+		if (SPI_processed > 0)
+		{
+			Datum	   *ids = palloc(sizeof(Datum) * SPI_processed);
+			Datum		drop[2];
+			uint64		i;
+
+			for (i = 0; i < SPI_processed; i++)
+				ids[i] = jq_result(i, 1);
+			drop[0] = p->values[0];
+			drop[1] = PointerGetDatum(construct_array(ids, (int) SPI_processed,
+													  INT8OID, sizeof(int64),
+													  FLOAT8PASSBYVAL,
+													  TYPALIGN_DOUBLE));
+			jq_execute(JQ_PLAN_DEPENDENCIES_DROP_OF, drop, NULL, SPI_OK_DELETE);
+		}
+	}
+	jq_execute(JQ_PLAN_PURGE, p->values, p->nulls, SPI_OK_DELETE);
+	p->purged = SPI_processed;
+}
+
 /*
  * Delete up to max_jobs succeeded or cancelled jobs of queue_name that
  * finished longer ago than older_than (NULL: the queue's retention).
@@ -200,6 +243,7 @@ jq_purge_batch(const char *queue_name, Interval *older_than, int max_jobs)
 {
 	Datum		values[4];
 	char		nulls[4] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL};
+	JqPurge		purge;
 
 	values[0] = CStringGetTextDatum(queue_name);
 	values[1] = PointerGetDatum(older_than);
@@ -208,9 +252,11 @@ jq_purge_batch(const char *queue_name, Interval *older_than, int max_jobs)
 	values[2] = Int32GetDatum(max_jobs);
 	values[3] = TimestampTzGetDatum(GetCurrentTimestamp());
 
-	jq_execute(JQ_PLAN_PURGE, values, nulls, SPI_OK_DELETE);
-	jq_count(queue_name, JQ_CTR_PURGED, (int64) SPI_processed);
-	return (int64) SPI_processed;
+	purge.values = values;
+	purge.nulls = nulls;
+	jq_purge_run(&purge);
+	jq_count(queue_name, JQ_CTR_PURGED, (int64) purge.purged);
+	return (int64) purge.purged;
 }
 
 int64
@@ -228,6 +274,7 @@ jq_purge_local_batch(int max_jobs, bool *more)
 		Datum		values[4];
 		char		nulls[4] = {JQ_NOTNULL, JQ_ISNULL, JQ_NOTNULL, JQ_NOTNULL};
 		ErrorData  *edata;
+		JqPurge		purge = {values, nulls, 0};
 
 		if (purged >= max_jobs)
 		{
@@ -244,7 +291,7 @@ jq_purge_local_batch(int max_jobs, bool *more)
 		values[1] = (Datum) 0;
 		values[2] = Int32GetDatum(max_jobs - (int) purged);
 		values[3] = TimestampTzGetDatum(now);
-		if (!jq_execute_subxact(JQ_PLAN_PURGE, values, nulls, SPI_OK_DELETE, &edata))
+		if (!jq_run_subxact(jq_purge_run, &purge, true, &edata))
 		{
 			ereport(WARNING,
 					(errcode(edata->sqlerrcode),
@@ -254,8 +301,8 @@ jq_purge_local_batch(int max_jobs, bool *more)
 			FreeErrorData(edata);
 			continue;
 		}
-		jq_count(queue_name, JQ_CTR_PURGED, (int64) SPI_processed);
-		purged += (int64) SPI_processed;
+		jq_count(queue_name, JQ_CTR_PURGED, (int64) purge.purged);
+		purged += (int64) purge.purged;
 	}
 	if (purged >= max_jobs)
 		*more = true;

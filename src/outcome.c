@@ -42,6 +42,14 @@
 /* Rows of job_dependencies deleted per statement when a job succeeds */
 #define JQ_RELEASE_BATCH 1000
 
+static void jq_dependencies_resolve_distributed(const int64 *succeeded,
+												char **succeeded_queues,
+												int nsucceeded,
+												const int64 *failed,
+												char **failed_queues, int nfailed,
+												List **woken,
+												MemoryContext woken_cxt);
+
 /* Entries kept in a job's error history (jobqueue.error_history) */
 int			jq_error_history = 10;
 
@@ -458,6 +466,9 @@ jq_note_outcome(JqTransition t, uint64 nasked, List **woken,
 	int64	   *failed = NULL;
 	int			nsucceeded = 0;
 	int			nfailed = 0;
+	/* and their queues, on Citus */
+	char	  **succeeded_queues = NULL;
+	char	  **failed_queues = NULL;
 	/* the current row, deformed once: one walk over it, not one per column */
 	TupleDesc	tupdesc = SPI_processed > 0 ? SPI_tuptable->tupdesc : NULL;
 	int			natts = tupdesc != NULL ? Max(tupdesc->natts, JQ_OUTCOME_NCOLS) : 0;
@@ -551,11 +562,19 @@ jq_note_outcome(JqTransition t, uint64 nasked, List **woken,
 				{
 					succeeded = palloc(sizeof(int64) * SPI_processed);
 					failed = palloc(sizeof(int64) * SPI_processed);
+					succeeded_queues = palloc(sizeof(char *) * SPI_processed);
+					failed_queues = palloc(sizeof(char *) * SPI_processed);
 				}
 				if (strcmp(status, "succeeded") == 0)
+				{
+					succeeded_queues[nsucceeded] = run_queue;
 					succeeded[nsucceeded++] = id;
+				}
 				else
+				{
+					failed_queues[nfailed] = run_queue;
 					failed[nfailed++] = id;
+				}
 			}
 		}
 
@@ -592,7 +611,11 @@ jq_note_outcome(JqTransition t, uint64 nasked, List **woken,
 		jq_count_outcome(t, NULL, NULL, (int64) (nasked - SPI_processed));
 	pfree(values);
 	pfree(nulls);
-	if (nsucceeded > 0 || nfailed > 0)
+	if ((nsucceeded > 0 || nfailed > 0) && jq_distributed_mode())
+		jq_dependencies_resolve_distributed(succeeded, succeeded_queues, nsucceeded,
+											failed, failed_queues, nfailed,
+											woken, woken_cxt);
+	else if (nsucceeded > 0 || nfailed > 0)
 		jq_dependencies_resolve(succeeded, nsucceeded, failed, nfailed,
 								woken, woken_cxt);
 	return moved;
@@ -711,6 +734,249 @@ jq_dependencies_resolve(const int64 *succeeded, int nsucceeded,
 			nlevel = nnext;
 			CHECK_FOR_INTERRUPTS();
 		}
+	}
+
+	SPI_tuptable = saved_tuptable;
+	SPI_processed = saved_processed;
+}
+
+/* A job by queue and id, for the resolution on Citus */
+typedef struct JqJobRef
+{
+	char	   *queue;
+	int64		id;
+	Datum		value;			/* what goes with it to its statement */
+	bool		value_null;
+	int32		count;
+} JqJobRef;
+
+static int
+jq_job_ref_cmp(const void *a, const void *b)
+{
+	const JqJobRef *x = a;
+	const JqJobRef *y = b;
+	int			c = strcmp(x->queue, y->queue);
+
+	return c != 0 ? c : (x->id > y->id) - (x->id < y->id);
+}
+
+/* refs[from, to), one queue's: their ids as a bigint[] */
+static Datum
+jq_job_ref_ids(const JqJobRef *refs, int from, int to)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * Max(to - from, 1));
+	int			i;
+
+	for (i = from; i < to; i++)
+		elems[i - from] = Int64GetDatum(refs[i].id);
+	return PointerGetDatum(construct_array(elems, to - from, INT8OID, sizeof(int64),
+										   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+}
+
+/* refs[from, to): their values as an array of type typid (text or jsonb) */
+static Datum
+jq_job_ref_values(const JqJobRef *refs, int from, int to, Oid typid)
+{
+	int			n = to - from;
+	Datum	   *elems = palloc(sizeof(Datum) * Max(n, 1));
+	bool	   *nulls = palloc(sizeof(bool) * Max(n, 1));
+	int			dims[1] = {n};
+	int			lbs[1] = {1};
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		elems[i] = refs[from + i].value;
+		nulls[i] = refs[from + i].value_null;
+	}
+	return PointerGetDatum(construct_md_array(elems, nulls, 1, dims, lbs, typid,
+											  -1, false, TYPALIGN_INT));
+}
+
+/* refs[from, to): their counts as an integer[] */
+static Datum
+jq_job_ref_counts(const JqJobRef *refs, int from, int to)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * Max(to - from, 1));
+	int			i;
+
+	for (i = from; i < to; i++)
+		elems[i - from] = Int32GetDatum(refs[i].count);
+	return PointerGetDatum(construct_array(elems, to - from, INT4OID, sizeof(int32),
+										   true, TYPALIGN_INT));
+}
+
+/* The end of the run of refs[from] 's queue in refs[0, n) (sorted) */
+static int
+jq_job_ref_run(const JqJobRef *refs, int from, int n)
+{
+	int			to = from + 1;
+
+	while (to < n && strcmp(refs[to].queue, refs[from].queue) == 0)
+		to++;
+	return to;
+}
+
+static JqJobRef *
+jq_job_refs(const int64 *ids, char **queues, int n)
+{
+	JqJobRef   *refs = palloc0(sizeof(JqJobRef) * Max(n, 1));
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		refs[i].queue = queues[i];
+		refs[i].id = ids[i];
+	}
+	qsort(refs, n, sizeof(JqJobRef), jq_job_ref_cmp);
+	return refs;
+}
+
+/*
+ * jq_dependencies_resolve on Citus, where the rows of job_dependencies sit
+ * on the shards of the jobs they wait for (queue_name) and name the
+ * dependents' queues (job_queue): per queue of the finished jobs, a
+ * statement on its shard takes the rows (JQ_PLAN_DEPENDENTS_TAKE, or reads
+ * them, JQ_PLAN_DEPENDENTS_OF, for a failure); then per queue of the
+ * dependents, a statement on that shard updates them as the one statement
+ * of a single server does.  A dependent in a queue on another node is a
+ * write on that node: Citus allows it outside transaction blocks, and
+ * inside one on the node the transaction runs on, but not inside a call
+ * delegated with force_delegation in a transaction block
+ * (jq_complete_and_claim there; docs/scale-out.md).
+ */
+static void
+jq_dependencies_resolve_distributed(const int64 *succeeded, char **succeeded_queues,
+									int nsucceeded, const int64 *failed,
+									char **failed_queues, int nfailed,
+									List **woken, MemoryContext woken_cxt)
+{
+	SPITupleTable *saved_tuptable = SPI_tuptable;
+	uint64		saved_processed = SPI_processed;
+	Datum		now = TimestampTzGetDatum(GetCurrentTimestamp());
+	JqJobRef   *done;
+	JqJobRef   *level;
+	int			nlevel;
+	int			from;
+
+	done = jq_job_refs(succeeded, succeeded_queues, nsucceeded);
+	for (from = 0; from < nsucceeded;)
+	{
+		int			to = jq_job_ref_run(done, from, nsucceeded);
+		Datum		values[5];
+
+		values[0] = CStringGetTextDatum(done[from].queue);
+		values[1] = jq_job_ref_ids(done, from, to);
+		values[2] = Int32GetDatum(JQ_RELEASE_BATCH);
+		for (;;)
+		{
+			JqJobRef   *dependents;
+			int			ndependents;
+			int			dfrom;
+			int			i;
+
+			jq_execute(JQ_PLAN_DEPENDENTS_TAKE, values, NULL, SPI_OK_SELECT);
+			if (SPI_processed == 0)
+				break;
+			ndependents = (int) SPI_processed;
+			dependents = palloc0(sizeof(JqJobRef) * ndependents);
+			for (i = 0; i < ndependents; i++)
+			{
+				dependents[i].queue = jq_result_name(i, 1);
+				dependents[i].id = DatumGetInt64(jq_result(i, 2));
+				dependents[i].count = DatumGetInt32(jq_result(i, 3));
+				dependents[i].value = jq_result_nullable(i, 4, &dependents[i].value_null);
+			}
+			/* in (queue, id) order already */
+			for (dfrom = 0; dfrom < ndependents;)
+			{
+				int			dto = jq_job_ref_run(dependents, dfrom, ndependents);
+				Datum		count_values[5];
+
+				count_values[0] = CStringGetTextDatum(dependents[dfrom].queue);
+				count_values[1] = jq_job_ref_ids(dependents, dfrom, dto);
+				count_values[2] = jq_job_ref_counts(dependents, dfrom, dto);
+				count_values[3] = jq_job_ref_values(dependents, dfrom, dto, TEXTOID);
+				count_values[4] = now;
+				jq_execute(JQ_PLAN_DEPENDENTS_COUNT_OFF, count_values, NULL,
+						   SPI_OK_UPDATE_RETURNING);
+				(void) jq_note_outcome(JQ_TR_DEPENDENCIES_MET, 0, woken,
+									   woken_cxt, NULL);
+				dfrom = dto;
+			}
+			CHECK_FOR_INTERRUPTS();
+		}
+		from = to;
+	}
+
+	level = jq_job_refs(failed, failed_queues, nfailed);
+	nlevel = nfailed;
+	while (nlevel > 0)
+	{
+		JqJobRef   *next = NULL;
+		int			nnext = 0;
+		int			next_size = 0;
+
+		for (from = 0; from < nlevel;)
+		{
+			int			to = jq_job_ref_run(level, from, nlevel);
+			Datum		values[3];
+			JqJobRef   *dependents;
+			int			ndependents;
+			int			dfrom;
+			int			i;
+
+			values[0] = CStringGetTextDatum(level[from].queue);
+			values[1] = jq_job_ref_ids(level, from, to);
+			values[2] = now;
+			jq_execute(JQ_PLAN_DEPENDENTS_OF, values, NULL, SPI_OK_SELECT);
+			ndependents = (int) SPI_processed;
+			dependents = palloc0(sizeof(JqJobRef) * Max(ndependents, 1));
+			for (i = 0; i < ndependents; i++)
+			{
+				dependents[i].queue = jq_result_name(i, 1);
+				dependents[i].id = DatumGetInt64(jq_result(i, 2));
+				dependents[i].value = jq_result(i, 3);
+			}
+			for (dfrom = 0; dfrom < ndependents;)
+			{
+				int			dto = jq_job_ref_run(dependents, dfrom, ndependents);
+				Datum		cancel_values[5];
+				uint64		r;
+
+				cancel_values[0] = CStringGetTextDatum(dependents[dfrom].queue);
+				cancel_values[1] = jq_job_ref_ids(dependents, dfrom, dto);
+				cancel_values[2] = jq_job_ref_values(dependents, dfrom, dto, JSONBOID);
+				cancel_values[3] = now;
+				cancel_values[4] = Int32GetDatum(jq_error_history);
+				jq_execute(JQ_PLAN_DEPENDENTS_CANCEL_IN, cancel_values, NULL,
+						   SPI_OK_UPDATE_RETURNING);
+				for (r = 0; r < SPI_processed; r++)
+				{
+					if (!jq_result_bool(r, JQ_OUTCOME_DEPENDENTS))
+						continue;
+					if (nnext == next_size)
+					{
+						next_size = Max(16, next_size * 2);
+						next = next == NULL ? palloc(sizeof(JqJobRef) * next_size) :
+							repalloc(next, sizeof(JqJobRef) * next_size);
+					}
+					memset(&next[nnext], 0, sizeof(JqJobRef));
+					next[nnext].queue = jq_result_name(r, JQ_OUTCOME_QUEUE);
+					next[nnext].id = DatumGetInt64(jq_result(r, JQ_OUTCOME_ID));
+					nnext++;
+				}
+				(void) jq_note_outcome(JQ_TR_DEPENDENCY_FAILED, 0, woken,
+									   woken_cxt, NULL);
+				dfrom = dto;
+			}
+			from = to;
+		}
+		if (nnext > 0)
+			qsort(next, nnext, sizeof(JqJobRef), jq_job_ref_cmp);
+		level = next;
+		nlevel = nnext;
+		CHECK_FOR_INTERRUPTS();
 	}
 
 	SPI_tuptable = saved_tuptable;

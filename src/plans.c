@@ -381,11 +381,12 @@
  * No job waits for job j (it may be purged): no row of job_dependencies
  * names it, D being that table's alias.  has_dependents is false unless a
  * job was ever enqueued to wait for j (it is set under j's row lock before
- * the dependency row is written), so most jobs skip the lookup.
+ * the dependency row is written), so most jobs skip the lookup.  The rows
+ * naming j carry its queue (on Citus they are on its shard).
  */
 #define JQ_NO_DEPENDENTS_SQL(D) \
 	"(NOT j.has_dependents OR NOT EXISTS (SELECT FROM jobqueue.job_dependencies " D " " \
-	"WHERE " D ".depends_on = j.id))"
+	"WHERE " D ".queue_name = j.queue_name AND " D ".depends_on = j.id))"
 
 /*
  * running -> pending or dead (fail, reap): a failed attempt is retried when
@@ -960,10 +961,57 @@
 	"       u.available_at, " JQ_CLAIM_TRACE_SQL("u") ", c.group_key, c.pos " \
 	"FROM u JOIN c ON c.id = u.id ORDER BY c.rank"
 
+/* JQ_PLAN_JOB, with DEPENDENCIES the list of a job that has some */
+#define JQ_JOB_SQL(DEPENDENCIES) \
+	"SELECT j.id, j.queue_name, j.status, j.attempt_count, j.max_attempts, " \
+	"  j.priority, " \
+	"  j.result, j.progress, j.last_error_code, j.errors, j.created_at, " \
+	"  j.available_at, j.started_at, j.finished_at, " \
+	"  CASE WHEN j.dependencies_left > 0 THEN " DEPENDENCIES " END, " \
+	"  j.debounce_key, j.start_by, j.cost " \
+	"FROM jobqueue.jobs j WHERE j.queue_name = $2 AND j.id = $1"
+
 /*
- * JQ_PLAN_PURGE, the final DELETE's condition starting with FILTER
+ * JQ_PLAN_ENQUEUE_DEPENDENT, with the INSERT of the dependency rows ROWS
+ * (", e AS (...) ", or " " where they are written apart)
  */
-#define JQ_PURGE_SQL(FILTER) \
+#define JQ_ENQUEUE_DEPENDENT_SQL(ROWS) \
+	"WITH q AS (SELECT q.max_attempts, q.notify, q.notify_finished, " \
+	"                  " JQ_NO_GROUP_SQL " AS no_group " \
+	"           FROM jobqueue.queues q WHERE q.queue_name = $1), " \
+	"i AS (INSERT INTO jobqueue.jobs AS j " \
+	"        (queue_name, payload, priority, available_at, max_attempts, " \
+	"         idempotency_key, status, dependencies_left, finished_at, " \
+	"         last_error_code, errors, group_key) " \
+	"      SELECT $1, p.payload, $3, COALESCE($4, $7), COALESCE($5, q.max_attempts), $6, " \
+	"        CASE WHEN $9::bigint IS NOT NULL THEN 'cancelled' " \
+	"             WHEN pg_catalog.cardinality($8) > 0 THEN 'waiting' " \
+	"             ELSE 'pending' END::jobqueue.job_status, " \
+	"        pg_catalog.cardinality($8), " \
+	"        CASE WHEN $9::bigint IS NOT NULL THEN $7 END, " \
+	"        CASE WHEN $9::bigint IS NOT NULL THEN '" JQ_DEPENDENCY_FAILED_CODE "' END, " \
+	"        CASE WHEN $9::bigint IS NOT NULL THEN pg_catalog.jsonb_build_array(" \
+	"          " JQ_DEPENDENCY_ENTRY_SQL("$7", "$9", "$10") ") " \
+	"             ELSE '[]'::jsonb END, " \
+	"        COALESCE(p.group_key, q.no_group) " \
+	"      FROM q, ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($11)) " \
+	"             WITH ORDINALITY AS p(payload, group_key, ord) " \
+	"      ORDER BY p.ord " \
+	"      ON CONFLICT (queue_name, idempotency_key) WHERE idempotency_key IS NOT NULL " \
+	"      DO NOTHING " \
+	"      RETURNING j.*)" ROWS \
+	"SELECT " JQ_OUTCOME_SQL("$7", "(SELECT q.notify FROM q)", \
+							 "(SELECT q.notify_finished FROM q)") " " \
+	"FROM i AS j ORDER BY j.id"
+
+/*
+ * JQ_PLAN_PURGE, the final DELETE's condition starting with FILTER, with
+ * the DELETE of the purged jobs' own dependency rows OWN_ROWS
+ */
+#define JQ_PURGE_OWN_ROWS_SQL \
+	"e AS (DELETE FROM jobqueue.job_dependencies d " \
+	"      WHERE d.job_id = ANY (ARRAY(SELECT c.id FROM c))) "
+#define JQ_PURGE_SQL(FILTER, OWN_ROWS) \
 	"WITH c AS (SELECT p.id FROM jobqueue.queues q CROSS JOIN " JQ_PURGED_STATUSES_SQL " " \
 	"           CROSS JOIN LATERAL (" \
 	"             SELECT j.id FROM jobqueue.jobs j " \
@@ -972,9 +1020,8 @@
 	"               AND " JQ_NO_DEPENDENTS_SQL("d") " " \
 	"             ORDER BY j.finished_at LIMIT $3 " \
 	"             FOR UPDATE OF j SKIP LOCKED) p " \
-	"           WHERE q.queue_name = $1 LIMIT $3), " \
-	"e AS (DELETE FROM jobqueue.job_dependencies d " \
-	"      WHERE d.job_id = ANY (ARRAY(SELECT c.id FROM c))) " \
+	"           WHERE q.queue_name = $1 LIMIT $3) " \
+	OWN_ROWS \
 	"DELETE FROM jobqueue.jobs j WHERE " FILTER "j.id = ANY (ARRAY(SELECT c.id FROM c))"
 
 /*
@@ -1348,11 +1395,15 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * dependency rows go with it.
 	 */
 	[JQ_PLAN_PURGE] = {
-		JQ_PURGE_SQL(""),
+		JQ_PURGE_SQL("", ", " JQ_PURGE_OWN_ROWS_SQL),
 		4, {TEXTOID, INTERVALOID, INT4OID, TIMESTAMPTZOID},
 		.name = "purge",
-		/* the DELETE of jobs on the queue's shard, not on every shard */
-		.dist_sql = JQ_PURGE_SQL("j.queue_name = $1 AND ")
+		/*
+		 * the DELETE of jobs on the queue's shard, not on every shard; the
+		 * purged jobs' own rows are on their dependencies' shards, dropped
+		 * first (JQ_PLAN_PURGE_WAITERS)
+		 */
+		.dist_sql = JQ_PURGE_SQL("j.queue_name = $1 AND ", "")
 	},
 	/* JQ_PLAN_QUEUE_NAMES: every queue, for the worker's purge pass */
 	[JQ_PLAN_QUEUE_NAMES] = {
@@ -1462,17 +1513,15 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * and in the function's definition.
 	 */
 	[JQ_PLAN_JOB] = {
-		"SELECT j.id, j.queue_name, j.status, j.attempt_count, j.max_attempts, "
-		"  j.priority, "
-		"  j.result, j.progress, j.last_error_code, j.errors, j.created_at, "
-		"  j.available_at, j.started_at, j.finished_at, "
-		"  CASE WHEN j.dependencies_left > 0 THEN ARRAY("
-		"    SELECT d.depends_on FROM jobqueue.job_dependencies d "
-		"    WHERE d.job_id = j.id ORDER BY d.depends_on) END, "
-		"  j.debounce_key, j.start_by, j.cost "
-		"FROM jobqueue.jobs j WHERE j.queue_name = $2 AND j.id = $1",
+		JQ_JOB_SQL("ARRAY(SELECT d.depends_on FROM jobqueue.job_dependencies d "
+				   "WHERE d.job_id = j.id ORDER BY d.depends_on)"),
 		2, {INT8OID, TEXTOID},
-		.name = "job", .read_only = true
+		.name = "job", .read_only = true,
+		/*
+		 * the rows are on the dependencies' shards: an empty array says
+		 * there are some, and jq_job reads them (JQ_PLAN_JOB_DEPENDENCIES)
+		 */
+		.dist_sql = JQ_JOB_SQL("'{}'::bigint[]")
 	},
 	/*
 	 * JQ_PLAN_DEPENDENCIES_LOCK: $1 dependency ids (distinct).  On a
@@ -1484,21 +1533,23 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * has_dependents from the row, and finds our rows of
 	 * job_dependencies).  One row: the smallest id that does not exist,
 	 * the ids that have not succeeded, the smallest id that is dead or
-	 * cancelled, and its status.
+	 * cancelled, its status, and the queues of the ids that have not
+	 * succeeded.
 	 */
 	[JQ_PLAN_DEPENDENCIES_LOCK] = {
 		"WITH c AS (SELECT j.id FROM jobqueue.jobs j WHERE j.id = ANY ($1) "
 		"           ORDER BY j.id FOR NO KEY UPDATE OF j), "
 		"u AS (UPDATE jobqueue.jobs j SET has_dependents = true "
 		"      WHERE j.id = ANY (ARRAY(SELECT c.id FROM c)) "
-		"      RETURNING j.id, j.status) "
+		"      RETURNING j.id, j.status, j.queue_name) "
 		"SELECT (SELECT pg_catalog.min(a.id) FROM pg_catalog.unnest($1) AS a(id) "
 		"        WHERE NOT EXISTS (SELECT FROM u WHERE u.id = a.id)), "
 		"  ARRAY(SELECT u.id FROM u WHERE u.status <> 'succeeded' ORDER BY u.id), "
 		"  (SELECT u.id FROM u WHERE u.status IN ('dead', 'cancelled') "
 		"   ORDER BY u.id LIMIT 1), "
 		"  (SELECT u.status::text FROM u WHERE u.status IN ('dead', 'cancelled') "
-		"   ORDER BY u.id LIMIT 1)",
+		"   ORDER BY u.id LIMIT 1), "
+		"  ARRAY(SELECT u.queue_name FROM u WHERE u.status <> 'succeeded' ORDER BY u.id)",
 		1, {INT8ARRAYOID},
 		.name = "lock dependencies"
 	},
@@ -1513,15 +1564,16 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * commit (JQ_PLAN_DEPENDENCIES_SETTLE).
 	 */
 	[JQ_PLAN_DEPENDENCIES_READ] = {
-		"WITH u AS (SELECT j.id, j.status FROM jobqueue.jobs j WHERE j.id = ANY ($1) "
-		"           ORDER BY j.id FOR KEY SHARE OF j) "
+		"WITH u AS (SELECT j.id, j.status, j.queue_name FROM jobqueue.jobs j "
+		"           WHERE j.id = ANY ($1) ORDER BY j.id FOR KEY SHARE OF j) "
 		"SELECT (SELECT pg_catalog.min(a.id) FROM pg_catalog.unnest($1) AS a(id) "
 		"        WHERE NOT EXISTS (SELECT FROM u WHERE u.id = a.id)), "
 		"  ARRAY(SELECT u.id FROM u WHERE u.status <> 'succeeded' ORDER BY u.id), "
 		"  (SELECT u.id FROM u WHERE u.status IN ('dead', 'cancelled') "
 		"   ORDER BY u.id LIMIT 1), "
 		"  (SELECT u.status::text FROM u WHERE u.status IN ('dead', 'cancelled') "
-		"   ORDER BY u.id LIMIT 1)",
+		"   ORDER BY u.id LIMIT 1), "
+		"  ARRAY(SELECT u.queue_name FROM u WHERE u.status <> 'succeeded' ORDER BY u.id)",
 		1, {INT8ARRAYOID},
 		.name = "read dependencies"
 	},
@@ -1552,44 +1604,22 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * run_at, $5 max_attempts, $6 idempotency key, $7 now, $8 the
 	 * dependencies that have not succeeded, $9 the first that is dead or
 	 * cancelled (NULL if none), $10 its status, $11 group keys (NULL, or
-	 * one per payload).  JQ_PLAN_ENQUEUE and JQ_PLAN_ENQUEUE_MANY for jobs
-	 * with dependencies: each job waits for $8 (one row of job_dependencies
-	 * each), or is cancelled at once when $9 failed.  Outcome, in payload
-	 * order.
+	 * one per payload), $12 the queues of $8.  JQ_PLAN_ENQUEUE and
+	 * JQ_PLAN_ENQUEUE_MANY for jobs with dependencies: each job waits for
+	 * $8 (one row of job_dependencies each), or is cancelled at once when
+	 * $9 failed.  Outcome, in payload order.
 	 */
 	[JQ_PLAN_ENQUEUE_DEPENDENT] = {
-		"WITH q AS (SELECT q.max_attempts, q.notify, q.notify_finished, "
-		"                  " JQ_NO_GROUP_SQL " AS no_group "
-		"           FROM jobqueue.queues q WHERE q.queue_name = $1), "
-		"i AS (INSERT INTO jobqueue.jobs AS j "
-		"        (queue_name, payload, priority, available_at, max_attempts, "
-		"         idempotency_key, status, dependencies_left, finished_at, "
-		"         last_error_code, errors, group_key) "
-		"      SELECT $1, p.payload, $3, COALESCE($4, $7), COALESCE($5, q.max_attempts), $6, "
-		"        CASE WHEN $9::bigint IS NOT NULL THEN 'cancelled' "
-		"             WHEN pg_catalog.cardinality($8) > 0 THEN 'waiting' "
-		"             ELSE 'pending' END::jobqueue.job_status, "
-		"        pg_catalog.cardinality($8), "
-		"        CASE WHEN $9::bigint IS NOT NULL THEN $7 END, "
-		"        CASE WHEN $9::bigint IS NOT NULL THEN '" JQ_DEPENDENCY_FAILED_CODE "' END, "
-		"        CASE WHEN $9::bigint IS NOT NULL THEN pg_catalog.jsonb_build_array("
-		"          " JQ_DEPENDENCY_ENTRY_SQL("$7", "$9", "$10") ") "
-		"             ELSE '[]'::jsonb END, "
-		"        COALESCE(p.group_key, q.no_group) "
-		"      FROM q, ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($11)) "
-		"             WITH ORDINALITY AS p(payload, group_key, ord) "
-		"      ORDER BY p.ord "
-		"      ON CONFLICT (queue_name, idempotency_key) WHERE idempotency_key IS NOT NULL "
-		"      DO NOTHING "
-		"      RETURNING j.*), "
-		"e AS (INSERT INTO jobqueue.job_dependencies (job_id, depends_on) "
-		"      SELECT i.id, d.id FROM i, pg_catalog.unnest($8) AS d(id)) "
-		"SELECT " JQ_OUTCOME_SQL("$7", "(SELECT q.notify FROM q)",
-								 "(SELECT q.notify_finished FROM q)") " "
-		"FROM i AS j ORDER BY j.id",
-		11, {TEXTOID, JSONBARRAYOID, INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID,
-		TIMESTAMPTZOID, INT8ARRAYOID, INT8OID, TEXTOID, TEXTARRAYOID},
-		.name = "enqueue dependent"
+		JQ_ENQUEUE_DEPENDENT_SQL(", e AS (INSERT INTO jobqueue.job_dependencies "
+								 "  (job_id, depends_on, queue_name, job_queue) "
+								 "  SELECT i.id, d.id, d.queue_name, $1 FROM i, "
+								 "    ROWS FROM (pg_catalog.unnest($8), pg_catalog.unnest($12)) "
+								 "      AS d(id, queue_name)) "),
+		12, {TEXTOID, JSONBARRAYOID, INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID,
+		TIMESTAMPTZOID, INT8ARRAYOID, INT8OID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID},
+		.name = "enqueue dependent",
+		/* the rows go to their dependencies' shards (JQ_PLAN_DEPENDENCIES_ADD) */
+		.dist_sql = JQ_ENQUEUE_DEPENDENT_SQL(" ")
 	},
 	/*
 	 * JQ_PLAN_DEPENDENTS_RELEASE: $1 jobs that succeeded, $2 now, $3 rows
@@ -2873,14 +2903,171 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		.name = "purge due queue", .read_only = true
 	},
 	/*
-	 * JQ_PLAN_HAS_DEPENDENCIES (Citus only): $1 id.  Whether a row of
-	 * job_dependencies (a reference table there, on every node) names the
-	 * job as waiting, before jq_retry's JQ_PLAN_RETRY_DEPENDENCIES.
+	 * Dependencies on Citus (dependencies.c, outcome.c): job_dependencies
+	 * is distributed by queue_name, the queue of depends_on, so that its
+	 * rows sit on the shard of the job they wait for.  Each statement below
+	 * is on one queue's shard, except where it says "every shard".
+	 *
+	 * JQ_PLAN_DEPENDENCIES_FIND: $1 dependency ids, $2 a queue or NULL.
+	 * The queue of each of them that is in $2 (NULL: every shard).
 	 */
-	[JQ_PLAN_HAS_DEPENDENCIES] = {
-		"SELECT EXISTS (SELECT FROM jobqueue.job_dependencies d WHERE d.job_id = $1)",
-		1, {INT8OID},
-		.name = "has dependencies", .read_only = true
+	[JQ_PLAN_DEPENDENCIES_FIND] = {
+		"SELECT j.queue_name, j.id FROM jobqueue.jobs j "
+		"WHERE ($2::text IS NULL OR j.queue_name = $2) AND j.id = ANY ($1)",
+		2, {INT8ARRAYOID, TEXTOID},
+		.name = "find dependencies", .read_only = true
+	},
+	/*
+	 * JQ_PLAN_DEPENDENCIES_LOCK_IN: $1 dependency ids, $2 their queue.
+	 * JQ_PLAN_DEPENDENCIES_LOCK on one queue: locks them in id order until
+	 * the enqueue commits and sets has_dependents.  Each one's id and
+	 * status.
+	 */
+	[JQ_PLAN_DEPENDENCIES_LOCK_IN] = {
+		"WITH c AS (SELECT j.id FROM jobqueue.jobs j WHERE j.queue_name = $2 AND j.id = ANY ($1) "
+		"           ORDER BY j.id FOR NO KEY UPDATE OF j) "
+		"UPDATE jobqueue.jobs j SET has_dependents = true "
+		"WHERE j.queue_name = $2 AND j.id = ANY (ARRAY(SELECT c.id FROM c)) "
+		"RETURNING j.id, j.status::text",
+		2, {INT8ARRAYOID, TEXTOID},
+		.name = "lock dependencies in queue"
+	},
+	/*
+	 * JQ_PLAN_DEPENDENCIES_ADD: $1 queue, $2 dependency ids of that queue,
+	 * $3 new jobs, $4 their queue.  A row of job_dependencies per pair.
+	 */
+	[JQ_PLAN_DEPENDENCIES_ADD] = {
+		"INSERT INTO jobqueue.job_dependencies (job_id, depends_on, queue_name, job_queue) "
+		"SELECT i.id, d.id, $1, $4 FROM pg_catalog.unnest($3) AS i(id), "
+		"  pg_catalog.unnest($2) AS d(id)",
+		4, {TEXTOID, INT8ARRAYOID, INT8ARRAYOID, TEXTOID},
+		.name = "add dependencies"
+	},
+	/*
+	 * JQ_PLAN_DEPENDENTS_TAKE: $1 queue, $2 jobs of it that succeeded, $3
+	 * rows per batch.  Deletes up to $3 rows naming them; per dependent
+	 * (queue, id), the number of rows deleted and the trace context of one
+	 * of its dependencies.  No row when nothing was left to do.
+	 */
+	[JQ_PLAN_DEPENDENTS_TAKE] = {
+		"WITH e AS (DELETE FROM jobqueue.job_dependencies d "
+		"           WHERE d.queue_name = $1 AND d.ctid = ANY (ARRAY("
+		"             SELECT d2.ctid FROM jobqueue.job_dependencies d2 "
+		"             WHERE d2.queue_name = $1 AND d2.depends_on = ANY ($2) LIMIT $3)) "
+		"           RETURNING d.job_queue, d.job_id, d.depends_on), "
+		"n AS (SELECT e.job_queue, e.job_id, pg_catalog.count(*)::int AS n, "
+		"        pg_catalog.max(e.depends_on) AS dep FROM e GROUP BY e.job_queue, e.job_id) "
+		"SELECT n.job_queue, n.job_id, n.n, x.traceparent FROM n "
+		"LEFT JOIN jobqueue.jobs x ON x.queue_name = $1 AND x.id = n.dep "
+		"ORDER BY n.job_queue, n.job_id",
+		3, {TEXTOID, INT8ARRAYOID, INT4OID},
+		.name = "take dependents"
+	},
+	/*
+	 * JQ_PLAN_DEPENDENTS_COUNT_OFF: $1 queue, $2 dependents in it, $3 the
+	 * rows deleted for each, $4 the trace context each came from, $5 now.
+	 * JQ_PLAN_DEPENDENTS_RELEASE's UPDATE, with what it joined given per
+	 * job.  Outcome.
+	 */
+	[JQ_PLAN_DEPENDENTS_COUNT_OFF] = {
+		"UPDATE jobqueue.jobs j SET "
+		"  dependencies_left = j.dependencies_left - $3[pg_catalog.array_position($2, j.id)], "
+		"  trace_origin = CASE WHEN j.status = 'waiting' "
+		"      AND j.dependencies_left = $3[pg_catalog.array_position($2, j.id)] "
+		"    THEN $4[pg_catalog.array_position($2, j.id)] ELSE j.trace_origin END, "
+		"  status = CASE WHEN j.status = 'waiting' "
+		"      AND j.dependencies_left = $3[pg_catalog.array_position($2, j.id)] "
+		"    THEN 'pending' ELSE j.status END::jobqueue.job_status, "
+		"  available_at = CASE WHEN j.status = 'waiting' "
+		"      AND j.dependencies_left = $3[pg_catalog.array_position($2, j.id)] "
+		"    THEN GREATEST(j.available_at, $5) ELSE j.available_at END "
+		"WHERE j.queue_name = $1 AND j.id = ANY ($2) "
+		"RETURNING " JQ_OUTCOME_SQL("$5", JQ_QUEUE_NOTIFY_SQL, "false"),
+		5, {TEXTOID, INT8ARRAYOID, INT4ARRAYOID, TEXTARRAYOID, TIMESTAMPTZOID},
+		.name = "count off dependents"
+	},
+	/*
+	 * JQ_PLAN_DEPENDENTS_OF: $1 queue, $2 jobs of it that ended dead or
+	 * cancelled, $3 now.  Their dependents (queue, id), each with the
+	 * history entry that cancels it (JQ_PLAN_DEPENDENTS_CANCEL's).
+	 */
+	[JQ_PLAN_DEPENDENTS_OF] = {
+		"WITH c AS (SELECT d.job_queue, d.job_id, pg_catalog.min(d.depends_on) AS dep "
+		"           FROM jobqueue.job_dependencies d "
+		"           WHERE d.queue_name = $1 AND d.depends_on = ANY ($2) "
+		"           GROUP BY d.job_queue, d.job_id) "
+		"SELECT c.job_queue, c.job_id, "
+		"  " JQ_DEPENDENCY_ENTRY_SQL("$3::timestamptz", "c.dep", "x.status::text") " "
+		"FROM c LEFT JOIN jobqueue.jobs x ON x.queue_name = $1 AND x.id = c.dep "
+		"ORDER BY c.job_queue, c.job_id",
+		3, {TEXTOID, INT8ARRAYOID, TIMESTAMPTZOID},
+		.name = "dependents of", .read_only = true
+	},
+	/*
+	 * JQ_PLAN_DEPENDENTS_CANCEL_IN: $1 queue, $2 dependents in it, $3 the
+	 * history entry of each, $4 now, $5 history length.
+	 * JQ_PLAN_DEPENDENTS_CANCEL's UPDATE, with the entries given.  Outcome.
+	 */
+	[JQ_PLAN_DEPENDENTS_CANCEL_IN] = {
+		"UPDATE jobqueue.jobs j SET status = 'cancelled', finished_at = $4, "
+		"  last_error_code = '" JQ_DEPENDENCY_FAILED_CODE "', "
+		"  errors = " JQ_APPEND_ERROR_SQL("$3[pg_catalog.array_position($2, j.id)]", "$5") " "
+		"WHERE j.queue_name = $1 AND j.id = ANY ($2) AND j.status = 'waiting' "
+		"RETURNING " JQ_OUTCOME_SQL("$4", "false", JQ_QUEUE_NOTIFY_FINISHED_SQL),
+		5, {TEXTOID, INT8ARRAYOID, JSONBARRAYOID, TIMESTAMPTZOID, INT4OID},
+		.name = "cancel dependents in queue"
+	},
+	/*
+	 * JQ_PLAN_JOB_DEPENDENCIES: $1 id, $2 its queue.  The rows naming the
+	 * job as waiting: each dependency's queue and id, in id order (every
+	 * shard).
+	 */
+	[JQ_PLAN_JOB_DEPENDENCIES] = {
+		"SELECT d.queue_name, d.depends_on FROM jobqueue.job_dependencies d "
+		"WHERE d.job_queue = $2 AND d.job_id = $1 ORDER BY d.depends_on",
+		2, {INT8OID, TEXTOID},
+		.name = "job dependencies", .read_only = true
+	},
+	/*
+	 * JQ_PLAN_DEPENDENCIES_SHARE_IN: $1 dependency ids, $2 their queue.
+	 * JQ_PLAN_RETRY_DEPENDENCIES's lock on one queue: each one's id and
+	 * status, locked FOR SHARE in id order.
+	 */
+	[JQ_PLAN_DEPENDENCIES_SHARE_IN] = {
+		"SELECT j.id, j.status::text FROM jobqueue.jobs j "
+		"WHERE j.queue_name = $2 AND j.id = ANY ($1) ORDER BY j.id FOR SHARE OF j",
+		2, {INT8ARRAYOID, TEXTOID},
+		.name = "share dependencies in queue"
+	},
+	/*
+	 * JQ_PLAN_PURGE_WAITERS: JQ_PLAN_PURGE's parameters.  The cancelled
+	 * jobs that the purge may delete and that still have dependency rows
+	 * (on their dependencies' shards), their count of rows set to zero:
+	 * the caller deletes the rows (JQ_PLAN_DEPENDENCIES_DROP_OF) in the
+	 * same transaction, and a replay then finds none to wait for.
+	 */
+	[JQ_PLAN_PURGE_WAITERS] = {
+		"WITH c AS (SELECT j.id FROM jobqueue.jobs j "
+		"           WHERE j.queue_name = $1 AND j.status = 'cancelled' "
+		"             AND j.dependencies_left > 0 "
+		"             AND j.finished_at < $4 - COALESCE($2, (SELECT q.retention "
+		"               FROM jobqueue.queues q WHERE q.queue_name = $1)) "
+		"           ORDER BY j.finished_at LIMIT $3) "
+		"UPDATE jobqueue.jobs j SET dependencies_left = 0 "
+		"WHERE j.queue_name = $1 AND j.id = ANY (ARRAY(SELECT c.id FROM c)) "
+		"  AND j.status = 'cancelled' "
+		"RETURNING j.id",
+		4, {TEXTOID, INTERVALOID, INT4OID, TIMESTAMPTZOID},
+		.name = "purge waiters"
+	},
+	/*
+	 * JQ_PLAN_DEPENDENCIES_DROP_OF: $1 queue, $2 jobs of it.  Deletes the
+	 * rows naming them as waiting (every shard).
+	 */
+	[JQ_PLAN_DEPENDENCIES_DROP_OF] = {
+		"DELETE FROM jobqueue.job_dependencies d WHERE d.job_queue = $1 AND d.job_id = ANY ($2)",
+		2, {TEXTOID, INT8ARRAYOID},
+		.name = "drop dependencies of"
 	},
 
 };

@@ -120,6 +120,9 @@ jq_progress_in_queue(PG_FUNCTION_ARGS)
  * have not succeeded (NULL when there are none): what a waiting job waits
  * for, or what a job cancelled because of a dependency still lacks.
  */
+/* The column of jq_job() that lists the dependencies not yet met */
+#define JQ_JOB_DEPENDENCIES_COL 15
+
 static Datum
 jq_job_call(FunctionCallInfo fcinfo, bool queue_first)
 {
@@ -148,6 +151,9 @@ jq_job_call(FunctionCallInfo fcinfo, bool queue_first)
 				 tupdesc->natts);
 		heap_deform_tuple(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
 						  row, rownulls);
+		/* on Citus the list is read apart (JQ_PLAN_JOB's dist_sql) */
+		if (jq_distributed_mode() && !rownulls[JQ_JOB_DEPENDENCIES_COL - 1])
+			row[JQ_JOB_DEPENDENCIES_COL - 1] = jq_job_dependencies(row[0], row[1]);
 		tuplestore_putvalues(tupstore, tupdesc, row, rownulls);
 	}
 	jq_spi_finish();

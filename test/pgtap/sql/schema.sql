@@ -254,7 +254,7 @@ SELECT has_table('jobqueue', 'job_dependencies', 'table jobqueue.job_dependencie
 SELECT col_is_pk('jobqueue', 'job_dependencies', ARRAY['job_id', 'depends_on'],
 	'job_dependencies is keyed by (job_id, depends_on)');
 SELECT col_not_null('jobqueue', 'job_dependencies', c.col, format('job_dependencies.%s is not null', c.col))
-FROM unnest(ARRAY['job_id', 'depends_on']) c(col);
+FROM unnest(ARRAY['job_id', 'depends_on', 'queue_name', 'job_queue']) c(col);
 SELECT has_index('jobqueue', 'job_dependencies', 'job_dependencies_depends_on_idx', 'depends_on',
 	'index job_dependencies_depends_on_idx exists on (depends_on)');
 SELECT ok(ARRAY(SELECT e.enumlabel::text FROM pg_catalog.pg_enum e
