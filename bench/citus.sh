@@ -14,7 +14,10 @@
 #
 # Also in batches of 100 (batch_enqueue: jq_enqueue_many; batch_claim:
 # jq_claim of 100 and jq_complete_many(queue, ids, tokens)), BENCH_BATCHES
-# of them, per job likewise.
+# of them, per job likewise.  And jobs that wait for others (N/2 pairs:
+# enqueue a job, enqueue one that depends on it, claim and complete both,
+# each by its queue): dep_same with both in the queue, dep_cross with the
+# dependent in a queue on the other worker.
 #
 # Usage: sudo bash bench/citus.sh   (BENCH_JOBS=300, BENCH_BATCHES=30, BENCH_ROUNDS=3)
 # Results: bench/work-citus/citus.txt
@@ -57,6 +60,13 @@ single_psql -c "SELECT jobqueue.jq_create_queue('$q')" >/dev/null
 wport=$(jq_citus_psql 0 -c "SELECT node_port FROM jobqueue.jq_queue_node('$q')")
 wnode=1
 [ "$wport" = "${JQ_CITUS_PORTS[2]}" ] && wnode=2
+# a second queue, on the other worker
+for ((k = 0; ; k++)); do
+	q2=bench_other_$k
+	[ "$(jq_citus_psql 0 -c "SELECT node_port FROM jobqueue.jq_queue_node('$q2')")" != "$wport" ] && break
+done
+jq_citus_psql 0 -c "SELECT jobqueue.jq_create_queue('$q2')" >/dev/null
+single_psql -c "SELECT jobqueue.jq_create_queue('$q2')" >/dev/null
 
 # The scripts: enqueue N; claim + complete N by (queue, id) where there is
 # such a call, else by id alone.
@@ -80,6 +90,19 @@ for ((k = 0; k < BATCHES; k++)); do
 	echo "SELECT array_agg(id) AS ids, array_agg(token) AS tokens FROM jobqueue.jq_claim('$q', 100, 'bench') \\gset"
 	echo "SELECT count(*) FROM jobqueue.jq_complete_many('$q', :'ids', :'tokens');"
 done >"$dir/batch_claim.sql"
+# N/2 pairs of a job and one that waits for it, in queue $1
+dependent_pairs() {
+	for ((k = 0; k < N / 2; k++)); do
+		echo "SELECT jobqueue.jq_enqueue('$q', '{\"n\": $k}') AS p \\gset"
+		echo "SELECT jobqueue.jq_enqueue('$1', '{\"after\": $k}', depends_on => ARRAY[:p]::bigint[]);"
+		echo "SELECT id, token FROM jobqueue.jq_claim('$q', 1, 'bench') \\gset"
+		echo "SELECT jobqueue.jq_complete('$q', :id, :token);"
+		echo "SELECT id, token FROM jobqueue.jq_claim('$1', 1, 'bench') \\gset"
+		echo "SELECT jobqueue.jq_complete('$1', :id, :token);"
+	done
+}
+dependent_pairs "$q" >"$dir/dep_same.sql"
+dependent_pairs "$q2" >"$dir/dep_cross.sql"
 chmod 644 "$dir"/*.sql
 
 # ms per job of script $2 on target $1 (single, coordinator, worker), of
@@ -99,7 +122,7 @@ median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
 declare -A ms
 paths="enqueue id_only"
-[ "$queue_first" -gt 0 ] && paths="$paths queue_first batch_enqueue batch_claim"
+[ "$queue_first" -gt 0 ] && paths="$paths queue_first batch_enqueue batch_claim dep_same dep_cross"
 for r in $(seq "$ROUNDS"); do
 	for t in single coordinator worker; do
 		for p in $paths; do
@@ -107,6 +130,7 @@ for r in $(seq "$ROUNDS"); do
 				enqueue) ms[$t.$p]+="$(run_ms "$t" "$dir/enqueue.sql") " ;;
 				batch_enqueue) ms[$t.$p]+="$(run_ms "$t" "$dir/enqueue_many.sql" "$NB") " ;;
 				batch_claim) ms[$t.$p]+="$(run_ms "$t" "$dir/batch_claim.sql" "$NB") " ;;
+				dep_*) ms[$t.$p]+="$(run_ms "$t" "$dir/$p.sql" "$((N / 2 * 2))") " ;;
 				*)
 					run_ms "$t" "$dir/enqueue.sql" >/dev/null
 					ms[$t.$p]+="$(run_ms "$t" "$dir/$p.sql") "
@@ -115,8 +139,10 @@ for r in $(seq "$ROUNDS"); do
 		done
 		# leave the queue empty between rounds
 		case $t in
-			single) single_psql -c "DELETE FROM jobqueue.jobs WHERE queue_name = '$q'" >/dev/null ;;
-			*) jq_citus_psql 0 -c "DELETE FROM jobqueue.jobs WHERE queue_name = '$q'" >/dev/null ;;
+			single) single_psql -c "DELETE FROM jobqueue.job_dependencies" \
+				-c "DELETE FROM jobqueue.jobs WHERE queue_name IN ('$q', '$q2')" >/dev/null ;;
+			*) jq_citus_psql 0 -c "DELETE FROM jobqueue.job_dependencies" \
+				-c "DELETE FROM jobqueue.jobs WHERE queue_name IN ('$q', '$q2')" >/dev/null ;;
 		esac
 	done
 done

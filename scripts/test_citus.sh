@@ -53,14 +53,8 @@ jq_owned_dir "$cdir"
 # Checks that are known to fail until the work they wait for is done are
 # named here: they are run, a failure is reported as "expected failure",
 # and a pass fails the suite (the name must then leave the list).
-# One name a line.  All of these wait for dependencies on Citus
-# (docs/scale-out.md): the feature pass's enqueues with depends_on fail,
-# on the coordinator and, delegated, on the node of each queue.
-KNOWN_FAILING=${JQ_CITUS_KNOWN_FAILING-"the feature pass prints the same on the cluster as on one server
-a dependency on a job of a queue on another node
-no errors in the log of node 0
-no errors in the log of node 1
-no errors in the log of node 2"}
+# One name a line.
+KNOWN_FAILING=${JQ_CITUS_KNOWN_FAILING-""}
 passed=0
 failed=0
 known() { grep -qFx -- "$1" <<<"$KNOWN_FAILING"; }
@@ -168,7 +162,7 @@ expect "tables: distributed by queue, colocated; configuration replicated" \
 jobqueue.group_limits h t
 jobqueue.group_rotation h t
 jobqueue.groups h t
-jobqueue.job_dependencies n f
+jobqueue.job_dependencies h t
 jobqueue.jobs h t
 jobqueue.queues n f
 jobqueue.schedules n f" \
@@ -312,11 +306,73 @@ expect "the hot path ran without errors" "" "$(grep -h 'ERROR' "$cdir"/hot.*.out
 expect "every statement of the hot path has one task" "" "$(awk -F '\t' '$1 != 1' "$cdir/tasks.txt" | head -n 10)"
 if [ ! -s "$cdir/tasks.txt" ]; then not_ok "the hot path logged its plans" "no plan with a task count in the logs"; fi
 
-# --- a dependency across nodes -----------------------------------------------
-log "a job of $qb waits for one of $qa"
-dep=$(psql_try 0 -c "SELECT jobqueue.jq_enqueue('$qa', '{\"dep\": \"root\"}')")
-expect "a dependency on a job of a queue on another node" "waiting" \
-	"$(psql_try 0 -c "SELECT status FROM jobqueue.jq_job('$qb', jobqueue.jq_enqueue('$qb', '{\"dep\": \"waits\"}', depends_on => ARRAY[$dep::bigint]))")"
+# --- dependencies across nodes ------------------------------------------------
+# Each row of job_dependencies sits on the shard of the job it waits for;
+# the dependent is updated on its own node.  Through the workers, so that
+# the calls are delegated to the queues' nodes and write to the other one.
+log "jobs of $qb wait for jobs of $qa, and the other way round"
+# $qa's node is the first worker, $qb's the second (checked above)
+dep=$(psql_try 1 -c "SELECT jobqueue.jq_enqueue('$qa', '{\"dep\": \"root\"}')")
+waits=$(psql_try 2 -c "SELECT jobqueue.jq_enqueue('$qb', '{\"dep\": \"waits\"}', depends_on => ARRAY[$dep::bigint])")
+expect "a dependency on a job of a queue on another node" "waiting {$dep} $qa $qb" \
+	"$(psql_try 0 -F ' ' -c "SELECT j.status, j.waiting_for, d.queue_name, d.job_queue
+		FROM jobqueue.jq_job('$qb', $waits) j, jobqueue.job_dependencies d WHERE d.job_id = $waits")"
+cat >"$cdir/dep.sql" <<SQL
+SELECT coalesce(array_agg(id), '{}') AS ids, coalesce(array_agg(token), '{}') AS tokens FROM jobqueue.jq_claim('$qa', 100, 'dep') \\gset
+SELECT count(*) FROM jobqueue.jq_complete_many('$qa', :'ids', :'tokens');
+SQL
+psql_try 1 -f "$cdir/dep.sql" >/dev/null
+expect "its completion on its node releases the dependent on the other" "pending 0" \
+	"$(psql_try 0 -F ' ' -c "SELECT status, (SELECT count(*) FROM jobqueue.job_dependencies WHERE depends_on = $dep)
+		FROM jobqueue.jobs WHERE queue_name = '$qb' AND id = $waits")"
+psql_try 0 -c "DELETE FROM jobqueue.jobs WHERE queue_name IN ('$qa', '$qb')" >/dev/null
+# a failure cancels transitively: $qa -> $qb -> $qa
+x=$(psql_try 1 -c "SELECT jobqueue.jq_enqueue('$qa', '{\"dep\": \"x\"}')")
+y=$(psql_try 2 -c "SELECT jobqueue.jq_enqueue('$qb', '{\"dep\": \"y\"}', depends_on => ARRAY[$x::bigint])")
+z=$(psql_try 1 -c "SELECT jobqueue.jq_enqueue('$qa', '{\"dep\": \"z\"}', depends_on => ARRAY[$y::bigint])")
+psql_try 1 -c "SELECT jobqueue.jq_fail('$qa', c.id, c.token, 'E_DEP', 'for good', false) FROM jobqueue.jq_claim('$qa', 1, 'dep') c" >/dev/null
+chain() {
+	local id
+	for id in "$x" "$y" "$z"; do
+		psql_try 0 -F ' ' -c "SELECT status, last_error_code, errors -> -1 ->> 'dependency' FROM jobqueue.jobs WHERE id = $id"
+	done
+}
+expect "a failure cancels the dependents across nodes, level by level" "dead E_DEP 
+cancelled DEPENDENCY_FAILED $x
+cancelled DEPENDENCY_FAILED $y" "$(chain)"
+expect "a replay waits for a dependency that failed to be replayed first" "ERROR:  55000" \
+	"$(psql_try 2 -c 'SET log_min_messages = fatal' -c "SELECT jobqueue.jq_retry('$qb', $y)")"
+expect "replayed in order, the chain waits again" "pending waiting waiting" \
+	"$(psql_try 0 -c "SELECT jobqueue.jq_retry('$qa', $x), jobqueue.jq_retry('$qb', $y), jobqueue.jq_retry('$qa', $z)" >/dev/null
+	   chain | cut -d ' ' -f 1 | paste -sd ' ')"
+# cancelled dependents past their retention are purged with their rows
+psql_try 0 -c "SELECT jobqueue.jq_cancel('$qb', $y)" >/dev/null
+expect "a purge deletes cancelled dependents and their rows on the other node" "1 1 0" \
+	"$({ psql_try 2 -F ' ' -c "SELECT jobqueue.jq_purge('$qa', '0 seconds'), jobqueue.jq_purge('$qb', '0 seconds')"
+	     psql_try 0 -c "SELECT count(*) FROM jobqueue.job_dependencies WHERE job_id IN ($y, $z)"; } | paste -sd ' ')"
+# Inside a transaction block Citus lets jq_complete_and_claim (delegated
+# with force_delegation) write to its own queue only: a dependent in
+# another queue is left to the worker of the finished job's node.
+cat >"$cdir/dep-block.sql" <<SQL
+SELECT jobqueue.jq_enqueue('$qa', '{"dep": "in a block"}') AS p \\gset
+SELECT jobqueue.jq_enqueue('$qb', '{"dep": "other queue"}', depends_on => ARRAY[:p]::bigint[]) AS other \\gset
+SELECT jobqueue.jq_enqueue('$qa', '{"dep": "same queue"}', depends_on => ARRAY[:p]::bigint[]) AS same \\gset
+SELECT id, token FROM jobqueue.jq_claim('$qa', 100, 'block') WHERE id = :p \\gset c_
+BEGIN;
+SELECT count(*) FROM jobqueue.jq_complete_and_claim('$qa', ARRAY[:c_id]::bigint[], ARRAY[:c_token]::bigint[], 1, 'block');
+COMMIT;
+SELECT :same AS same, :other AS other
+SQL
+read -r same other < <(psql_try 0 -F ' ' -f "$cdir/dep-block.sql" | tail -n 1)
+for ((t = 0; t < 120; t++)); do
+	[ "$(psql_try 0 -c "SELECT status FROM jobqueue.jobs WHERE queue_name = '$qb' AND id = ${other:-0}")" = pending ] && break
+	sleep 0.25
+done
+# (the same queue's dependent may have been claimed by the call)
+expect "a completion in a transaction block releases its queue's dependent at once, another queue's by the worker" \
+	"released pending" \
+	"$(psql_try 0 -c "SELECT string_agg(CASE WHEN queue_name = '$qa' AND status IN ('pending', 'running') THEN 'released' ELSE status::text END,
+		' ' ORDER BY queue_name = '$qb') FROM jobqueue.jobs WHERE id IN (${same:-0}, ${other:-0})")"
 
 # --- 8 clients drain 2 queues on different workers ------------------------
 log "8 clients drain $qa and $qb, through the coordinator and the workers"

@@ -1657,6 +1657,21 @@ COMMENT ON COLUMN jobqueue.job_dependencies.job_queue IS
 	'the queue of job_id';
 
 /*
+ * On Citus a call delegated with force_delegation (jq_claim,
+ * jq_complete_and_claim) may only write to its own queue: when the job it
+ * finishes has dependents in other queues, their rows are marked deferred
+ * and the worker of the job's node resolves them at its next pass
+ * (src/outcome.c).  Only marked rows are in the index, so that pass costs
+ * what is deferred, not what the table holds.  Never set on one server.
+ */
+ALTER TABLE jobqueue.job_dependencies
+	ADD COLUMN deferred boolean NOT NULL DEFAULT false;
+COMMENT ON COLUMN jobqueue.job_dependencies.deferred IS
+	'on Citus: depends_on has finished, and resolving job_id is left to the worker of its node';
+CREATE INDEX job_dependencies_deferred_idx ON jobqueue.job_dependencies (queue_name, depends_on)
+	WHERE deferred;
+
+/*
  * An enqueue with depends_on locks its dependencies FOR KEY SHARE only (no
  * UPDATE of a job waits for that), and the dependencies are settled when
  * the producer's transaction commits: this trigger locks them in id order,

@@ -562,16 +562,19 @@ jq_dependencies_settle(PG_FUNCTION_ARGS)
 	n = jq_dependencies_take_unsettled(DatumGetInt64(dep), &ids);
 	if (n == 0)
 		return PointerGetDatum(NULL);
+	jq_spi_connect();
 	/* on Citus the enqueue locked and marked the dependencies (see header) */
 	if (jq_distributed_mode())
+	{
+		jq_spi_finish();
 		return PointerGetDatum(NULL);
+	}
 
 	elems = palloc(sizeof(Datum) * n);
 	for (i = 0; i < n; i++)
 		elems[i] = Int64GetDatum(ids[i]);
 	values[0] = PointerGetDatum(construct_array(elems, n, INT8OID, sizeof(int64),
 												FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-	jq_spi_connect();
 	jq_execute(JQ_PLAN_DEPENDENCIES_SETTLE, values, NULL, SPI_OK_SELECT);
 	nsucceeded = jq_int64_array_copy(jq_result(0, 1), &succeeded);
 	nfailed = jq_int64_array_copy(jq_result(0, 2), &failed);

@@ -167,6 +167,9 @@ typedef enum JqPlanId
 	JQ_PLAN_DEPENDENTS_TAKE,
 	JQ_PLAN_DEPENDENTS_COUNT_OFF,
 	JQ_PLAN_DEPENDENTS_OF,
+	JQ_PLAN_DEPENDENTS_DEFER,
+	JQ_PLAN_DEPENDENCIES_DEFERRED,
+	JQ_PLAN_DEPENDENCIES_UNDEFER,
 	JQ_PLAN_DEPENDENTS_CANCEL_IN,
 	JQ_PLAN_JOB_DEPENDENCIES,
 	JQ_PLAN_DEPENDENCIES_SHARE_IN,
@@ -269,6 +272,7 @@ extern int64 jq_job_with_key(Datum queue, Datum key);
 extern void jq_dependencies_resolve(const int64 *succeeded, int nsucceeded,
 									const int64 *failed, int nfailed,
 									List **woken, MemoryContext woken_cxt);
+extern int	jq_dependencies_resolve_deferred(const char *queue, int max_jobs);
 extern void jq_dependencies_note_waiting(const Datum *ids, int n);
 extern int	jq_dependencies_take_unsettled(int64 dep, int64 **ids);
 

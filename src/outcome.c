@@ -832,6 +832,194 @@ jq_job_refs(const int64 *ids, char **queues, int n)
 	return refs;
 }
 
+/* The work of jq_resolve_dependents_of, for a subtransaction */
+typedef struct JqResolve
+{
+	bool		succeeded;		/* released, or (false) cancelled */
+	const char *queue;			/* the queue of the jobs that finished */
+	Datum		ids;			/* those jobs, bigint[] */
+	bool		same_queue;		/* dependents in queue, or in the others */
+	Datum		now;
+	List	  **woken;
+	MemoryContext woken_cxt;
+} JqResolve;
+
+static void jq_resolve_dependents_of(bool succeeded, const char *queue, Datum ids,
+									 Datum now, List **woken,
+									 MemoryContext woken_cxt);
+
+/*
+ * Release the dependents (in r->queue, or in other queues) of r->ids, jobs
+ * of r->queue that succeeded: the rows naming them are taken on its shard
+ * in batches (JQ_PLAN_DEPENDENTS_TAKE), and each batch's dependents
+ * counted off on their own shards, a statement per queue.
+ */
+static void
+jq_release_dependents(JqResolve *r)
+{
+	Datum		values[4];
+
+	values[0] = CStringGetTextDatum(r->queue);
+	values[1] = r->ids;
+	values[2] = Int32GetDatum(JQ_RELEASE_BATCH);
+	values[3] = BoolGetDatum(r->same_queue);
+	for (;;)
+	{
+		JqJobRef   *dependents;
+		int			ndependents;
+		int			from;
+		int			i;
+
+		jq_execute(JQ_PLAN_DEPENDENTS_TAKE, values, NULL, SPI_OK_SELECT);
+		if (SPI_processed == 0)
+			break;
+		ndependents = (int) SPI_processed;
+		dependents = palloc0(sizeof(JqJobRef) * ndependents);
+		for (i = 0; i < ndependents; i++)
+		{
+			dependents[i].queue = jq_result_name(i, 1);
+			dependents[i].id = DatumGetInt64(jq_result(i, 2));
+			dependents[i].count = DatumGetInt32(jq_result(i, 3));
+			dependents[i].value = jq_result_nullable(i, 4, &dependents[i].value_null);
+		}
+		/* in (queue, id) order already */
+		for (from = 0; from < ndependents;)
+		{
+			int			to = jq_job_ref_run(dependents, from, ndependents);
+			Datum		count_values[6];
+
+			count_values[0] = CStringGetTextDatum(dependents[from].queue);
+			count_values[1] = jq_job_ref_ids(dependents, from, to);
+			count_values[2] = jq_job_ref_counts(dependents, from, to);
+			count_values[3] = jq_job_ref_values(dependents, from, to, TEXTOID);
+			count_values[4] = r->now;
+			count_values[5] = BoolGetDatum(jq_queue_settings(dependents[from].queue)->notify);
+			jq_execute(JQ_PLAN_DEPENDENTS_COUNT_OFF, count_values, NULL,
+					   SPI_OK_UPDATE_RETURNING);
+			(void) jq_note_outcome(JQ_TR_DEPENDENCIES_MET, 0, r->woken,
+								   r->woken_cxt, NULL);
+			from = to;
+		}
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
+ * Cancel the waiting dependents (in r->queue, or in other queues) of
+ * r->ids, jobs of r->queue that ended dead or cancelled, each on its own
+ * shard, and then theirs, queue by queue.
+ */
+static void
+jq_cancel_dependents(JqResolve *r)
+{
+	Datum		values[4];
+	JqJobRef   *dependents;
+	int			ndependents;
+	JqJobRef   *next = NULL;
+	int			nnext = 0;
+	int			from;
+	int			i;
+
+	values[0] = CStringGetTextDatum(r->queue);
+	values[1] = r->ids;
+	values[2] = r->now;
+	values[3] = BoolGetDatum(r->same_queue);
+	jq_execute(JQ_PLAN_DEPENDENTS_OF, values, NULL, SPI_OK_SELECT);
+	ndependents = (int) SPI_processed;
+	dependents = palloc0(sizeof(JqJobRef) * Max(ndependents, 1));
+	for (i = 0; i < ndependents; i++)
+	{
+		dependents[i].queue = jq_result_name(i, 1);
+		dependents[i].id = DatumGetInt64(jq_result(i, 2));
+		dependents[i].value = jq_result(i, 3);
+	}
+	next = palloc0(sizeof(JqJobRef) * Max(ndependents, 1));
+	for (from = 0; from < ndependents;)
+	{
+		int			to = jq_job_ref_run(dependents, from, ndependents);
+		Datum		cancel_values[6];
+		Datum		delete_on_success;
+		uint64		row;
+
+		jq_completion_queues(&cancel_values[5], &delete_on_success);
+		cancel_values[0] = CStringGetTextDatum(dependents[from].queue);
+		cancel_values[1] = jq_job_ref_ids(dependents, from, to);
+		cancel_values[2] = jq_job_ref_values(dependents, from, to, JSONBOID);
+		cancel_values[3] = r->now;
+		cancel_values[4] = Int32GetDatum(jq_error_history);
+		jq_execute(JQ_PLAN_DEPENDENTS_CANCEL_IN, cancel_values, NULL,
+				   SPI_OK_UPDATE_RETURNING);
+		for (row = 0; row < SPI_processed; row++)
+		{
+			if (!jq_result_bool(row, JQ_OUTCOME_DEPENDENTS))
+				continue;
+			next[nnext].queue = jq_result_name(row, JQ_OUTCOME_QUEUE);
+			next[nnext].id = DatumGetInt64(jq_result(row, JQ_OUTCOME_ID));
+			nnext++;
+		}
+		(void) jq_note_outcome(JQ_TR_DEPENDENCY_FAILED, 0, r->woken,
+							   r->woken_cxt, NULL);
+		from = to;
+	}
+	CHECK_FOR_INTERRUPTS();
+	/* the next level, each cancelled job's queue with its own dependents */
+	qsort(next, nnext, sizeof(JqJobRef), jq_job_ref_cmp);
+	for (from = 0; from < nnext;)
+	{
+		int			to = jq_job_ref_run(next, from, nnext);
+
+		jq_resolve_dependents_of(false, next[from].queue,
+								 jq_job_ref_ids(next, from, to), r->now,
+								 r->woken, r->woken_cxt);
+		from = to;
+	}
+}
+
+static void
+jq_resolve_dependents_step(void *arg)
+{
+	JqResolve  *r = (JqResolve *) arg;
+
+	if (r->succeeded)
+		jq_release_dependents(r);
+	else
+		jq_cancel_dependents(r);
+}
+
+/*
+ * Resolve the dependents of ids, jobs of queue that finished (succeeded,
+ * or dead or cancelled): those in other queues first, then those in
+ * queue.  A write to another queue's shard is refused inside a call that
+ * Citus delegated with force_delegation (jq_claim, jq_complete_and_claim,
+ * 0A000): that part is then undone (its subtransaction) and the rows left
+ * for the worker of this node, marked deferred (JQ_PLAN_DEPENDENTS_DEFER;
+ * jq_dependencies_resolve_deferred).
+ */
+static void
+jq_resolve_dependents_of(bool succeeded, const char *queue, Datum ids,
+						 Datum now, List **woken, MemoryContext woken_cxt)
+{
+	JqResolve	r = {succeeded, queue, ids, false, now, woken, woken_cxt};
+	ErrorData  *edata;
+
+	/* a failure recurses once per level of dependents */
+	check_stack_depth();
+
+	if (!jq_run_subxact(jq_resolve_dependents_step, &r, false, &edata))
+	{
+		Datum		values[2];
+
+		if (edata->sqlerrcode != ERRCODE_FEATURE_NOT_SUPPORTED)
+			ReThrowError(edata);
+		FreeErrorData(edata);
+		values[0] = CStringGetTextDatum(queue);
+		values[1] = ids;
+		jq_execute(JQ_PLAN_DEPENDENTS_DEFER, values, NULL, SPI_OK_UPDATE);
+	}
+	r.same_queue = true;
+	jq_resolve_dependents_step(&r);
+}
+
 /*
  * jq_dependencies_resolve on Citus, where the rows of job_dependencies sit
  * on the shards of the jobs they wait for (queue_name) and name the
@@ -840,10 +1028,7 @@ jq_job_refs(const int64 *ids, char **queues, int n)
  * them, JQ_PLAN_DEPENDENTS_OF, for a failure); then per queue of the
  * dependents, a statement on that shard updates them as the one statement
  * of a single server does.  A dependent in a queue on another node is a
- * write on that node: Citus allows it outside transaction blocks, and
- * inside one on the node the transaction runs on, but not inside a call
- * delegated with force_delegation in a transaction block
- * (jq_complete_and_claim there; docs/scale-out.md).
+ * write on that node, refused in some calls (jq_resolve_dependents_of).
  */
 static void
 jq_dependencies_resolve_distributed(const int64 *succeeded, char **succeeded_queues,
@@ -855,130 +1040,84 @@ jq_dependencies_resolve_distributed(const int64 *succeeded, char **succeeded_que
 	uint64		saved_processed = SPI_processed;
 	Datum		now = TimestampTzGetDatum(GetCurrentTimestamp());
 	JqJobRef   *done;
-	JqJobRef   *level;
-	int			nlevel;
 	int			from;
 
 	done = jq_job_refs(succeeded, succeeded_queues, nsucceeded);
 	for (from = 0; from < nsucceeded;)
 	{
 		int			to = jq_job_ref_run(done, from, nsucceeded);
-		Datum		values[5];
 
-		values[0] = CStringGetTextDatum(done[from].queue);
-		values[1] = jq_job_ref_ids(done, from, to);
-		values[2] = Int32GetDatum(JQ_RELEASE_BATCH);
-		for (;;)
-		{
-			JqJobRef   *dependents;
-			int			ndependents;
-			int			dfrom;
-			int			i;
-
-			jq_execute(JQ_PLAN_DEPENDENTS_TAKE, values, NULL, SPI_OK_SELECT);
-			if (SPI_processed == 0)
-				break;
-			ndependents = (int) SPI_processed;
-			dependents = palloc0(sizeof(JqJobRef) * ndependents);
-			for (i = 0; i < ndependents; i++)
-			{
-				dependents[i].queue = jq_result_name(i, 1);
-				dependents[i].id = DatumGetInt64(jq_result(i, 2));
-				dependents[i].count = DatumGetInt32(jq_result(i, 3));
-				dependents[i].value = jq_result_nullable(i, 4, &dependents[i].value_null);
-			}
-			/* in (queue, id) order already */
-			for (dfrom = 0; dfrom < ndependents;)
-			{
-				int			dto = jq_job_ref_run(dependents, dfrom, ndependents);
-				Datum		count_values[5];
-
-				count_values[0] = CStringGetTextDatum(dependents[dfrom].queue);
-				count_values[1] = jq_job_ref_ids(dependents, dfrom, dto);
-				count_values[2] = jq_job_ref_counts(dependents, dfrom, dto);
-				count_values[3] = jq_job_ref_values(dependents, dfrom, dto, TEXTOID);
-				count_values[4] = now;
-				jq_execute(JQ_PLAN_DEPENDENTS_COUNT_OFF, count_values, NULL,
-						   SPI_OK_UPDATE_RETURNING);
-				(void) jq_note_outcome(JQ_TR_DEPENDENCIES_MET, 0, woken,
-									   woken_cxt, NULL);
-				dfrom = dto;
-			}
-			CHECK_FOR_INTERRUPTS();
-		}
+		jq_resolve_dependents_of(true, done[from].queue,
+								 jq_job_ref_ids(done, from, to), now, woken, woken_cxt);
 		from = to;
 	}
-
-	level = jq_job_refs(failed, failed_queues, nfailed);
-	nlevel = nfailed;
-	while (nlevel > 0)
+	done = jq_job_refs(failed, failed_queues, nfailed);
+	for (from = 0; from < nfailed;)
 	{
-		JqJobRef   *next = NULL;
-		int			nnext = 0;
-		int			next_size = 0;
+		int			to = jq_job_ref_run(done, from, nfailed);
 
-		for (from = 0; from < nlevel;)
-		{
-			int			to = jq_job_ref_run(level, from, nlevel);
-			Datum		values[3];
-			JqJobRef   *dependents;
-			int			ndependents;
-			int			dfrom;
-			int			i;
-
-			values[0] = CStringGetTextDatum(level[from].queue);
-			values[1] = jq_job_ref_ids(level, from, to);
-			values[2] = now;
-			jq_execute(JQ_PLAN_DEPENDENTS_OF, values, NULL, SPI_OK_SELECT);
-			ndependents = (int) SPI_processed;
-			dependents = palloc0(sizeof(JqJobRef) * Max(ndependents, 1));
-			for (i = 0; i < ndependents; i++)
-			{
-				dependents[i].queue = jq_result_name(i, 1);
-				dependents[i].id = DatumGetInt64(jq_result(i, 2));
-				dependents[i].value = jq_result(i, 3);
-			}
-			for (dfrom = 0; dfrom < ndependents;)
-			{
-				int			dto = jq_job_ref_run(dependents, dfrom, ndependents);
-				Datum		cancel_values[5];
-				uint64		r;
-
-				cancel_values[0] = CStringGetTextDatum(dependents[dfrom].queue);
-				cancel_values[1] = jq_job_ref_ids(dependents, dfrom, dto);
-				cancel_values[2] = jq_job_ref_values(dependents, dfrom, dto, JSONBOID);
-				cancel_values[3] = now;
-				cancel_values[4] = Int32GetDatum(jq_error_history);
-				jq_execute(JQ_PLAN_DEPENDENTS_CANCEL_IN, cancel_values, NULL,
-						   SPI_OK_UPDATE_RETURNING);
-				for (r = 0; r < SPI_processed; r++)
-				{
-					if (!jq_result_bool(r, JQ_OUTCOME_DEPENDENTS))
-						continue;
-					if (nnext == next_size)
-					{
-						next_size = Max(16, next_size * 2);
-						next = next == NULL ? palloc(sizeof(JqJobRef) * next_size) :
-							repalloc(next, sizeof(JqJobRef) * next_size);
-					}
-					memset(&next[nnext], 0, sizeof(JqJobRef));
-					next[nnext].queue = jq_result_name(r, JQ_OUTCOME_QUEUE);
-					next[nnext].id = DatumGetInt64(jq_result(r, JQ_OUTCOME_ID));
-					nnext++;
-				}
-				(void) jq_note_outcome(JQ_TR_DEPENDENCY_FAILED, 0, woken,
-									   woken_cxt, NULL);
-				dfrom = dto;
-			}
-			from = to;
-		}
-		if (nnext > 0)
-			qsort(next, nnext, sizeof(JqJobRef), jq_job_ref_cmp);
-		level = next;
-		nlevel = nnext;
-		CHECK_FOR_INTERRUPTS();
+		jq_resolve_dependents_of(false, done[from].queue,
+								 jq_job_ref_ids(done, from, to), now, woken, woken_cxt);
+		from = to;
 	}
 
 	SPI_tuptable = saved_tuptable;
 	SPI_processed = saved_processed;
+}
+
+/*
+ * On Citus: resolve the dependents deferred by calls of queue (see
+ * jq_resolve_dependents_of), up to max_jobs jobs that finished; the
+ * worker of the queue's node runs it after its reap.  The mark is cleared
+ * first, so that a resolution deferred again stays marked.  Returns the
+ * number of jobs looked at.  Connected to SPI.
+ */
+int
+jq_dependencies_resolve_deferred(const char *queue, int max_jobs)
+{
+	Datum		values[2];
+	Datum		now = TimestampTzGetDatum(GetCurrentTimestamp());
+	JqJobRef   *succeeded;
+	JqJobRef   *failed;
+	JqJobRef   *all;
+	int			nsucceeded = 0;
+	int			nfailed = 0;
+	int			n;
+	int			i;
+
+	values[0] = CStringGetTextDatum(queue);
+	values[1] = Int32GetDatum(max_jobs);
+	jq_execute(JQ_PLAN_DEPENDENCIES_DEFERRED, values, NULL, SPI_OK_SELECT);
+	n = (int) SPI_processed;
+	if (n == 0)
+		return 0;
+	all = palloc0(sizeof(JqJobRef) * n);
+	succeeded = palloc0(sizeof(JqJobRef) * n);
+	failed = palloc0(sizeof(JqJobRef) * n);
+	for (i = 0; i < n; i++)
+	{
+		bool		isnull;
+		char	   *status;
+
+		all[i].queue = (char *) queue;
+		all[i].id = DatumGetInt64(jq_result(i, 1));
+		(void) jq_result_nullable(i, 2, &isnull);
+		/* a job replayed or deleted since has nothing left to resolve */
+		if (isnull)
+			continue;
+		status = jq_result_name(i, 2);
+		if (strcmp(status, "succeeded") == 0)
+			succeeded[nsucceeded++] = all[i];
+		else if (strcmp(status, "dead") == 0 || strcmp(status, "cancelled") == 0)
+			failed[nfailed++] = all[i];
+	}
+	values[1] = jq_job_ref_ids(all, 0, n);
+	jq_execute(JQ_PLAN_DEPENDENCIES_UNDEFER, values, NULL, SPI_OK_UPDATE);
+	if (nsucceeded > 0)
+		jq_resolve_dependents_of(true, queue, jq_job_ref_ids(succeeded, 0, nsucceeded),
+								 now, NULL, NULL);
+	if (nfailed > 0)
+		jq_resolve_dependents_of(false, queue, jq_job_ref_ids(failed, 0, nfailed),
+								 now, NULL, NULL);
+	return n;
 }

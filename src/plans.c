@@ -382,11 +382,13 @@
  * names it, D being that table's alias.  has_dependents is false unless a
  * job was ever enqueued to wait for j (it is set under j's row lock before
  * the dependency row is written), so most jobs skip the lookup.  The rows
- * naming j carry its queue (on Citus they are on its shard).
+ * naming j carry its queue, QUEUE (on Citus they are on its shard, and
+ * Citus routes the lookup to that shard only when QUEUE is the parameter
+ * the statement is routed by).
  */
-#define JQ_NO_DEPENDENTS_SQL(D) \
+#define JQ_NO_DEPENDENTS_SQL(D, QUEUE) \
 	"(NOT j.has_dependents OR NOT EXISTS (SELECT FROM jobqueue.job_dependencies " D " " \
-	"WHERE " D ".queue_name = j.queue_name AND " D ".depends_on = j.id))"
+	"WHERE " D ".queue_name = " QUEUE " AND " D ".depends_on = j.id))"
 
 /*
  * running -> pending or dead (fail, reap): a failed attempt is retried when
@@ -1017,7 +1019,7 @@
 	"             SELECT j.id FROM jobqueue.jobs j " \
 	"             WHERE j.queue_name = $1 AND j.status = s.status " \
 	"               AND j.finished_at < $4 - COALESCE($2, q.retention) " \
-	"               AND " JQ_NO_DEPENDENTS_SQL("d") " " \
+	"               AND " JQ_NO_DEPENDENTS_SQL("d", "$1") " " \
 	"             ORDER BY j.finished_at LIMIT $3 " \
 	"             FOR UPDATE OF j SKIP LOCKED) p " \
 	"           WHERE q.queue_name = $1 LIMIT $3) " \
@@ -1478,7 +1480,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"             SELECT j.id FROM jobqueue.jobs j "
 		"             WHERE j.queue_name = q.queue_name AND j.status = s.status "
 		"               AND j.finished_at < $2 - q.retention "
-		"               AND " JQ_NO_DEPENDENTS_SQL("dd") " "
+		"               AND " JQ_NO_DEPENDENTS_SQL("dd", "j.queue_name") " "
 		"             ORDER BY j.finished_at LIMIT $1 "
 		"             FOR UPDATE OF j SKIP LOCKED) p "
 		"           LIMIT $1), "
@@ -2928,7 +2930,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"           ORDER BY j.id FOR NO KEY UPDATE OF j) "
 		"UPDATE jobqueue.jobs j SET has_dependents = true "
 		"WHERE j.queue_name = $2 AND j.id = ANY (ARRAY(SELECT c.id FROM c)) "
-		"RETURNING j.id, j.status::text",
+		"RETURNING j.id, j.status",
 		2, {INT8ARRAYOID, TEXTOID},
 		.name = "lock dependencies in queue"
 	},
@@ -2945,29 +2947,33 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	},
 	/*
 	 * JQ_PLAN_DEPENDENTS_TAKE: $1 queue, $2 jobs of it that succeeded, $3
-	 * rows per batch.  Deletes up to $3 rows naming them; per dependent
-	 * (queue, id), the number of rows deleted and the trace context of one
-	 * of its dependencies.  No row when nothing was left to do.
+	 * rows per batch, $4 whether the dependents are in $1 or in other
+	 * queues.  Deletes up to $3 rows naming them; per dependent (queue,
+	 * id), the number of rows deleted and the trace context of one of its
+	 * dependencies.  No row when nothing was left to do.
 	 */
 	[JQ_PLAN_DEPENDENTS_TAKE] = {
 		"WITH e AS (DELETE FROM jobqueue.job_dependencies d "
 		"           WHERE d.queue_name = $1 AND d.ctid = ANY (ARRAY("
 		"             SELECT d2.ctid FROM jobqueue.job_dependencies d2 "
-		"             WHERE d2.queue_name = $1 AND d2.depends_on = ANY ($2) LIMIT $3)) "
+		"             WHERE d2.queue_name = $1 AND d2.depends_on = ANY ($2) "
+		"               AND (d2.job_queue = $1) = $4 LIMIT $3)) "
 		"           RETURNING d.job_queue, d.job_id, d.depends_on), "
 		"n AS (SELECT e.job_queue, e.job_id, pg_catalog.count(*)::int AS n, "
 		"        pg_catalog.max(e.depends_on) AS dep FROM e GROUP BY e.job_queue, e.job_id) "
 		"SELECT n.job_queue, n.job_id, n.n, x.traceparent FROM n "
 		"LEFT JOIN jobqueue.jobs x ON x.queue_name = $1 AND x.id = n.dep "
 		"ORDER BY n.job_queue, n.job_id",
-		3, {TEXTOID, INT8ARRAYOID, INT4OID},
+		4, {TEXTOID, INT8ARRAYOID, INT4OID, BOOLOID},
 		.name = "take dependents"
 	},
 	/*
 	 * JQ_PLAN_DEPENDENTS_COUNT_OFF: $1 queue, $2 dependents in it, $3 the
-	 * rows deleted for each, $4 the trace context each came from, $5 now.
-	 * JQ_PLAN_DEPENDENTS_RELEASE's UPDATE, with what it joined given per
-	 * job.  Outcome.
+	 * rows deleted for each, $4 the trace context each came from, $5 now,
+	 * $6 the queue's notify.  JQ_PLAN_DEPENDENTS_RELEASE's UPDATE, with
+	 * what it joined or looked up given: inside a call delegated with
+	 * force_delegation Citus runs no statement over the shard and the
+	 * reference table queues.  Outcome.
 	 */
 	[JQ_PLAN_DEPENDENTS_COUNT_OFF] = {
 		"UPDATE jobqueue.jobs j SET "
@@ -2982,39 +2988,79 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"      AND j.dependencies_left = $3[pg_catalog.array_position($2, j.id)] "
 		"    THEN GREATEST(j.available_at, $5) ELSE j.available_at END "
 		"WHERE j.queue_name = $1 AND j.id = ANY ($2) "
-		"RETURNING " JQ_OUTCOME_SQL("$5", JQ_QUEUE_NOTIFY_SQL, "false"),
-		5, {TEXTOID, INT8ARRAYOID, INT4ARRAYOID, TEXTARRAYOID, TIMESTAMPTZOID},
+		"RETURNING " JQ_OUTCOME_SQL("$5", "$6", "false"),
+		6, {TEXTOID, INT8ARRAYOID, INT4ARRAYOID, TEXTARRAYOID, TIMESTAMPTZOID, BOOLOID},
 		.name = "count off dependents"
 	},
 	/*
 	 * JQ_PLAN_DEPENDENTS_OF: $1 queue, $2 jobs of it that ended dead or
-	 * cancelled, $3 now.  Their dependents (queue, id), each with the
-	 * history entry that cancels it (JQ_PLAN_DEPENDENTS_CANCEL's).
+	 * cancelled, $3 now, $4 whether the dependents are in $1 or in other
+	 * queues.  Their dependents (queue, id), each with the history entry
+	 * that cancels it (JQ_PLAN_DEPENDENTS_CANCEL's).
 	 */
 	[JQ_PLAN_DEPENDENTS_OF] = {
 		"WITH c AS (SELECT d.job_queue, d.job_id, pg_catalog.min(d.depends_on) AS dep "
 		"           FROM jobqueue.job_dependencies d "
 		"           WHERE d.queue_name = $1 AND d.depends_on = ANY ($2) "
+		"             AND (d.job_queue = $1) = $4 "
 		"           GROUP BY d.job_queue, d.job_id) "
 		"SELECT c.job_queue, c.job_id, "
 		"  " JQ_DEPENDENCY_ENTRY_SQL("$3::timestamptz", "c.dep", "x.status::text") " "
 		"FROM c LEFT JOIN jobqueue.jobs x ON x.queue_name = $1 AND x.id = c.dep "
 		"ORDER BY c.job_queue, c.job_id",
-		3, {TEXTOID, INT8ARRAYOID, TIMESTAMPTZOID},
+		4, {TEXTOID, INT8ARRAYOID, TIMESTAMPTZOID, BOOLOID},
 		.name = "dependents of", .read_only = true
 	},
 	/*
+	 * JQ_PLAN_DEPENDENTS_DEFER: $1 queue, $2 jobs of it that finished.
+	 * Marks the rows naming them that belong to dependents in other
+	 * queues, for the worker of this node to resolve.
+	 */
+	[JQ_PLAN_DEPENDENTS_DEFER] = {
+		"UPDATE jobqueue.job_dependencies d SET deferred = true "
+		"WHERE d.queue_name = $1 AND d.depends_on = ANY ($2) AND d.job_queue <> $1 "
+		"  AND NOT d.deferred",
+		2, {TEXTOID, INT8ARRAYOID},
+		.name = "defer dependents"
+	},
+	/*
+	 * JQ_PLAN_DEPENDENCIES_DEFERRED: $1 queue, $2 max rows.  The jobs of
+	 * the queue whose dependents were deferred, with their status (NULL:
+	 * deleted since), through job_dependencies_deferred_idx.
+	 */
+	[JQ_PLAN_DEPENDENCIES_DEFERRED] = {
+		"WITH d AS (SELECT DISTINCT d.depends_on FROM jobqueue.job_dependencies d "
+		"           WHERE d.queue_name = $1 AND d.deferred ORDER BY d.depends_on LIMIT $2) "
+		"SELECT d.depends_on, j.status FROM d "
+		"LEFT JOIN jobqueue.jobs j ON j.queue_name = $1 AND j.id = d.depends_on "
+		"ORDER BY d.depends_on",
+		2, {TEXTOID, INT4OID},
+		.name = "deferred dependencies", .read_only = true
+	},
+	/*
+	 * JQ_PLAN_DEPENDENCIES_UNDEFER: $1 queue, $2 jobs of it.  Clears the
+	 * mark of the rows naming them, before the worker resolves them.
+	 */
+	[JQ_PLAN_DEPENDENCIES_UNDEFER] = {
+		"UPDATE jobqueue.job_dependencies d SET deferred = false "
+		"WHERE d.queue_name = $1 AND d.depends_on = ANY ($2) AND d.deferred",
+		2, {TEXTOID, INT8ARRAYOID},
+		.name = "undefer dependents"
+	},
+	/*
 	 * JQ_PLAN_DEPENDENTS_CANCEL_IN: $1 queue, $2 dependents in it, $3 the
-	 * history entry of each, $4 now, $5 history length.
-	 * JQ_PLAN_DEPENDENTS_CANCEL's UPDATE, with the entries given.  Outcome.
+	 * history entry of each, $4 now, $5 history length, $6 the queues with
+	 * notify_finished.  JQ_PLAN_DEPENDENTS_CANCEL's UPDATE, with the
+	 * entries and the setting given (as JQ_PLAN_DEPENDENTS_COUNT_OFF).
+	 * Outcome.
 	 */
 	[JQ_PLAN_DEPENDENTS_CANCEL_IN] = {
 		"UPDATE jobqueue.jobs j SET status = 'cancelled', finished_at = $4, "
 		"  last_error_code = '" JQ_DEPENDENCY_FAILED_CODE "', "
 		"  errors = " JQ_APPEND_ERROR_SQL("$3[pg_catalog.array_position($2, j.id)]", "$5") " "
 		"WHERE j.queue_name = $1 AND j.id = ANY ($2) AND j.status = 'waiting' "
-		"RETURNING " JQ_OUTCOME_SQL("$4", "false", JQ_QUEUE_NOTIFY_FINISHED_SQL),
-		5, {TEXTOID, INT8ARRAYOID, JSONBARRAYOID, TIMESTAMPTZOID, INT4OID},
+		"RETURNING " JQ_OUTCOME_SQL("$4", "false", JQ_NOTIFY_FINISHED_SQL("$6")),
+		6, {TEXTOID, INT8ARRAYOID, JSONBARRAYOID, TIMESTAMPTZOID, INT4OID, TEXTARRAYOID},
 		.name = "cancel dependents in queue"
 	},
 	/*

@@ -110,8 +110,9 @@ jq_add_name(List *list, const char *name, MemoryContext cxt)
 /*
  * On Citus (jq_distributed_mode()) every task works on the queues whose
  * shard this node holds, one statement on the shard per queue: the reap
- * (jq_reap_local_batch) with the expiry of deadlines (jq_expire_local),
- * the announce (JQ_PLAN_READY_QUEUE) and the purge (jq_purge_local_batch).
+ * (jq_reap_local_batch) with the expiry of deadlines (jq_expire_local)
+ * and the dependents left to the node (jq_resolve_deferred_local), the
+ * announce (JQ_PLAN_READY_QUEUE) and the purge (jq_purge_local_batch).
  * The statements of one server would run on every shard, FOR UPDATE across
  * shards, which Citus refuses.  The repair of group counters in the reap
  * task, likewise, runs queue by queue (jq_groups_repair_local).
@@ -159,6 +160,58 @@ jq_groups_repair_local(void)
 
 	foreach(lc, queues)
 		jq_groups_repair_guarded((const char *) lfirst(lc));
+}
+
+/* jq_dependencies_resolve_deferred of one queue, for a subtransaction */
+typedef struct JqDeferredUnit
+{
+	const char *queue_name;
+	int			max_jobs;
+	int			n;
+} JqDeferredUnit;
+
+static void
+jq_resolve_deferred_one(void *arg)
+{
+	JqDeferredUnit *u = (JqDeferredUnit *) arg;
+
+	u->n = jq_dependencies_resolve_deferred(u->queue_name, u->max_jobs);
+}
+
+/*
+ * On Citus: the dependents that calls of the node's queues left to it
+ * (jq_dependencies_resolve_deferred), queue by queue, up to max_jobs
+ * finished jobs in all; each queue in a subtransaction, whose error is a
+ * WARNING and is tried again at the next pass.  Returns how many were
+ * looked at.
+ */
+static int64
+jq_resolve_deferred_local(int max_jobs)
+{
+	List	   *queues = jq_local_queues(false);
+	ListCell   *lc;
+	int64		n = 0;
+
+	foreach(lc, queues)
+	{
+		JqDeferredUnit u = {(const char *) lfirst(lc), max_jobs - (int) n, 0};
+		ErrorData  *edata;
+
+		if (n >= max_jobs)
+			break;
+		if (jq_run_subxact(jq_resolve_deferred_one, &u, false, &edata))
+		{
+			n += u.n;
+			continue;
+		}
+		ereport(WARNING,
+				(errcode(edata->sqlerrcode),
+				 errmsg("could not resolve the deferred dependents of queue \"%s\": %s",
+						u.queue_name, edata->message),
+				 errdetail("The worker tries again at its next pass.")));
+		FreeErrorData(edata);
+	}
+	return n;
 }
 
 /*
@@ -209,6 +262,8 @@ jq_task_reap(TimestampTz now, List **ready, MemoryContext cxt, bool *more)
 		n = jq_reap_local_batch(jq_reap_batch_size, ready, cxt, more);
 		expired = jq_expire_local(jq_reap_batch_size, now);
 		if (expired >= jq_reap_batch_size)
+			*more = true;
+		if (jq_resolve_deferred_local(jq_reap_batch_size) >= jq_reap_batch_size)
 			*more = true;
 		if (!*more && jq_ordering_installed())
 			jq_groups_repair_local();

@@ -23,3 +23,12 @@ SELECT count(*) FROM jobqueue.jq_complete_and_claim('@QA@', :'ids', :'tokens', 1
 SELECT count(*) FROM jobqueue.jq_complete_many('@QA@', :'ids', :'tokens');
 SELECT status FROM jobqueue.jq_job('@QA@', :a);
 SELECT jobqueue.jq_cancel('@QA@', :b);
+-- a dependency within the queue: its rows, their release and the
+-- cancellation of a dependent, all on the queue's shard
+SELECT jobqueue.jq_enqueue('@QA@', '{"hot": "parent"}') AS p \gset
+SELECT jobqueue.jq_enqueue('@QA@', '{"hot": "child"}', depends_on => ARRAY[:p]::bigint[]) AS ch \gset
+SELECT jobqueue.jq_enqueue('@QA@', '{"hot": "grandchild"}', depends_on => ARRAY[:ch]::bigint[]);
+SELECT coalesce(array_agg(id), '{}') AS ids, coalesce(array_agg(token), '{}') AS tokens FROM jobqueue.jq_claim('@QA@', 100, 'hot') \gset
+SELECT count(*) FROM jobqueue.jq_complete_many('@QA@', :'ids', :'tokens');
+SELECT id, token FROM jobqueue.jq_claim('@QA@', 1, 'hot') \gset c_
+SELECT jobqueue.jq_fail('@QA@', :c_id, :c_token, 'E_HOT', 'for good', false);

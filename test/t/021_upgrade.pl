@@ -257,6 +257,45 @@ foreach my $version ('1.1', '1.2')
 		'1', "and it claims with it");
 }
 
+# 1.4 gives each row of job_dependencies the queues of its two jobs: the
+# update fills them in from the jobs (a row naming a job that is gone gets
+# the other's queue; a row naming neither goes).  The rows are written as
+# the enqueues of those versions wrote them (this library enqueues on
+# their schemas only without depends_on).
+foreach my $version (grep { $_ ge '1.2' } @earlier_versions)
+{
+	(my $v = $version) =~ tr/./_/;
+	my $db = "jq_deps_$v";
+	$node->safe_psql('postgres', "CREATE DATABASE $db");
+	my ($a, $b, $c) = split /\n/, $node->safe_psql(
+		$db, qq{
+		CREATE EXTENSION jobqueue VERSION '$version';
+		INSERT INTO jobqueue.queues (queue_name) VALUES ('da'), ('db');
+		INSERT INTO jobqueue.jobs (queue_name, payload, max_attempts, has_dependents)
+		VALUES ('da', '{"n": "a"}', 3, true) RETURNING id AS a \\gset
+		INSERT INTO jobqueue.jobs (queue_name, payload, max_attempts, status, dependencies_left, has_dependents)
+		VALUES ('db', '{"n": "b"}', 3, 'waiting', 1, true) RETURNING id AS b \\gset
+		INSERT INTO jobqueue.jobs (queue_name, payload, max_attempts, status, dependencies_left)
+		VALUES ('da', '{"n": "c"}', 3, 'waiting', 2) RETURNING id AS c \\gset
+		INSERT INTO jobqueue.job_dependencies (job_id, depends_on)
+		VALUES (:b, :a), (:c, :b), (:c, -7), (-8, :a), (-9, -10);
+		SELECT :a UNION ALL SELECT :b UNION ALL SELECT :c;
+	});
+	$node->safe_psql($db, 'ALTER EXTENSION jobqueue UPDATE');
+	is( $node->safe_psql(
+			$db, qq{
+			SELECT string_agg(format('%s>%s %s>%s', job_id, depends_on, job_queue, queue_name), ', '
+				ORDER BY job_id, depends_on)
+			FROM jobqueue.job_dependencies}),
+		"-8>$a da>da, $b>$a db>da, $c>-7 da>da, $c>$b da>db",
+		"from $version, every dependency row names the queues of its jobs");
+	is( $node->safe_psql(
+			$db, q{
+			SELECT jobqueue.jq_complete('da', id, token) FROM jobqueue.jq_claim('da', 1, 'w');
+			SELECT status FROM jobqueue.jobs WHERE queue_name = 'db';}),
+		"t\npending", "and the dependent of a job completed after the update is released");
+}
+
 is_deeply(
 	[ split /\n/,
 		$node->safe_psql('postgres',

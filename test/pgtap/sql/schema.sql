@@ -254,9 +254,14 @@ SELECT has_table('jobqueue', 'job_dependencies', 'table jobqueue.job_dependencie
 SELECT col_is_pk('jobqueue', 'job_dependencies', ARRAY['job_id', 'depends_on'],
 	'job_dependencies is keyed by (job_id, depends_on)');
 SELECT col_not_null('jobqueue', 'job_dependencies', c.col, format('job_dependencies.%s is not null', c.col))
-FROM unnest(ARRAY['job_id', 'depends_on', 'queue_name', 'job_queue']) c(col);
+FROM unnest(ARRAY['job_id', 'depends_on', 'queue_name', 'job_queue', 'deferred']) c(col);
 SELECT has_index('jobqueue', 'job_dependencies', 'job_dependencies_depends_on_idx', 'depends_on',
 	'index job_dependencies_depends_on_idx exists on (depends_on)');
+SELECT col_type_is('jobqueue', 'job_dependencies', 'deferred', 'boolean', 'job_dependencies.deferred is boolean');
+SELECT col_default_is('jobqueue', 'job_dependencies', 'deferred', 'false', 'job_dependencies.deferred defaults to false');
+SELECT ok(pg_get_expr(i.indpred, i.indrelid) = 'deferred',
+	'job_dependencies_deferred_idx holds deferred rows only')
+FROM pg_index i WHERE i.indexrelid = 'jobqueue.job_dependencies_deferred_idx'::regclass;
 SELECT ok(ARRAY(SELECT e.enumlabel::text FROM pg_catalog.pg_enum e
 		WHERE e.enumtypid = 'jobqueue.job_status'::regtype
 		  AND e.enumsortorder < (SELECT p.enumsortorder FROM pg_catalog.pg_enum p
