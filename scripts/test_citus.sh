@@ -17,6 +17,8 @@
 #     queue's node, and by jq_recount_groups(queue);
 #   - a rate limit with claims through the coordinator and the workers
 #     stays within burst + rate x t;
+#   - dependencies within a queue and across nodes;
+#   - jq_reap() by hand, without the workers;
 #   - no errors in any node's log.
 # Citus is built from $CITUS_SRC (a tarball or a tree) or from
 # ../shared/citus/citus-13.2.2*.tar.gz next to the repository, and
@@ -500,6 +502,36 @@ done
 expect "a due schedule fires once" "1" \
 	"$(psql_try 0 -c "SELECT count(*) FROM jobqueue.jobs WHERE queue_name = '$qb' AND payload @> '{\"sched\": 1}'")"
 psql_try 0 -c "SELECT jobqueue.jq_unschedule('cluster-every-minute')" >/dev/null
+
+# --- without the background worker: jq_reap() -------------------------------
+# Last, as it stops the workers: jq_reap() through the coordinator reaps
+# the expired leases of every queue, each on its shard, and resolves the
+# dependents left to the workers.
+log "jq_reap() by hand, the workers stopped"
+for i in 0 1 2; do
+	psql_n "$i" -c "ALTER SYSTEM SET jobqueue.worker_enabled = off" -c "SELECT pg_reload_conf()" >/dev/null
+done
+for ((t = 0; t < 120; t++)); do
+	[ "$(for i in 0 1 2; do psql_try "$i" -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'jobqueue worker'"; done | paste -sd ' ')" = "0 0 0" ] && break
+	sleep 0.25
+done
+psql_try 0 -c "DELETE FROM jobqueue.jobs WHERE queue_name IN ('$qa', '$qb')" >/dev/null
+cat >"$cdir/reap.sql" <<SQL
+SELECT jobqueue.jq_enqueue('$qa', '{"reap": "parent"}') AS p \\gset
+SELECT jobqueue.jq_enqueue('$qb', '{"reap": "dependent"}', depends_on => ARRAY[:p]::bigint[]) AS other \\gset
+SELECT id, token FROM jobqueue.jq_claim('$qa', 1, 'reap') \\gset c_
+SELECT count(*) FROM jobqueue.jq_complete_and_claim('$qa', ARRAY[:c_id]::bigint[], ARRAY[:c_token]::bigint[], 1, 'reap');
+SELECT jobqueue.jq_enqueue('$qa', '{"reap": "a"}'), jobqueue.jq_enqueue('$qb', '{"reap": "b"}');
+SELECT count(*) FROM jobqueue.jq_claim('$qa', 1, 'gone');
+SELECT count(*) FROM jobqueue.jq_claim('$qb', 1, 'gone');
+-- their leases ended (set by hand rather than waited for)
+UPDATE jobqueue.jobs SET lease_expires_at = now() - interval '1 second' WHERE lease_owner = 'gone';
+SELECT status FROM jobqueue.jobs WHERE queue_name = '$qb' AND id = :other;
+SELECT jobqueue.jq_reap();
+SELECT status FROM jobqueue.jobs WHERE queue_name = '$qb' AND id = :other;
+SQL
+expect "jq_reap() reaps every queue's expired leases and resolves the deferred dependents" "waiting 2 pending" \
+	"$(psql_try 0 -f "$cdir/reap.sql" | tail -n 3 | paste -sd ' ')"
 
 # --- no errors in any node's log -------------------------------------------
 for i in 0 1 2; do

@@ -450,11 +450,12 @@ extern ArrayType *jq_arg_depends_on(FunctionCallInfo fcinfo, int argno);
 extern int64 jq_reap_batch(int max_jobs, List **woken_queues,
 						   MemoryContext result_cxt);
 /*
- * On Citus (jq_distributed_mode()): jq_reap_batch for the queues whose
- * shard this node holds, one statement on the shard per queue.
+ * On Citus (jq_distributed_mode()): jq_reap_batch for the queues of the
+ * list (the worker's: those whose shard this node holds), one statement
+ * on the queue's shard per queue.
  */
-extern int64 jq_reap_local_batch(int max_jobs, List **woken_queues,
-								 MemoryContext result_cxt, bool *more);
+extern int64 jq_reap_queues_batch(List *queues, int max_jobs, List **woken_queues,
+								  MemoryContext result_cxt, bool *more);
 extern int64 jq_purge_batch(const char *queue_name, Interval *older_than,
 							int max_jobs);
 /*
@@ -468,6 +469,8 @@ extern int64 jq_purge_local_batch(int max_jobs, bool *more);
  * woken.
  */
 extern List *jq_local_queues(bool wake);
+/* Every queue (JQ_PLAN_QUEUE_NAMES), in CurrentMemoryContext */
+extern List *jq_all_queues(void);
 
 /*
  * Event counters (counters.c).  The events are counted per queue when the

@@ -140,18 +140,27 @@ jq_local_queues(bool wake)
 	return queues;
 }
 
+List *
+jq_all_queues(void)
+{
+	List	   *queues = NIL;
+
+	jq_execute(JQ_PLAN_QUEUE_NAMES, NULL, NULL, SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+		queues = lappend(queues, jq_result_name(i, 1));
+	return queues;
+}
+
 int64
-jq_reap_local_batch(int max_jobs, List **woken_queues, MemoryContext result_cxt,
-					bool *more)
+jq_reap_queues_batch(List *queues, int max_jobs, List **woken_queues,
+					 MemoryContext result_cxt, bool *more)
 {
 	Datum		values[8];
 	TimestampTz now = GetCurrentTimestamp();
-	List	   *queues = NIL;
 	ListCell   *lc;
 	int64		reaped = 0;
 
 	*more = false;
-	queues = jq_local_queues(false);
 	if (queues == NIL)
 		return 0;
 
@@ -178,7 +187,7 @@ jq_reap_local_batch(int max_jobs, List **woken_queues, MemoryContext result_cxt,
 					(errcode(edata->sqlerrcode),
 					 errmsg("could not reap the expired leases of queue \"%s\": %s",
 							queue_name, edata->message),
-					 errdetail("The worker tries again at its next pass.")));
+					 errdetail("They are tried again at the next reap.")));
 			FreeErrorData(edata);
 			continue;
 		}
@@ -315,7 +324,8 @@ jq_purge_local_batch(int max_jobs, bool *more)
  * One reaping batch, for installations that run without the background
  * worker (call it from a scheduler).  Queues that got ready work are woken.
  * Also cancels up to max_jobs jobs past their start_by (counted as
- * expired, not in the result).
+ * expired, not in the result), and on Citus resolves the dependents of up
+ * to max_jobs jobs that calls left to the worker (not in the result).
  */
 Datum
 jq_reap(PG_FUNCTION_ARGS)
@@ -325,9 +335,38 @@ jq_reap(PG_FUNCTION_ARGS)
 
 	/* no list: queues that got ready work are woken at once */
 	jq_spi_connect();
-	reaped = jq_reap_batch(max_jobs, NULL, NULL);
-	/* and the jobs past their deadline, as the worker does (controls.c) */
-	(void) jq_expire_batch(NULL, max_jobs, GetCurrentTimestamp());
+	if (!jq_distributed_mode())
+	{
+		reaped = jq_reap_batch(max_jobs, NULL, NULL);
+		/* and the jobs past their deadline, as the worker does (controls.c) */
+		(void) jq_expire_batch(NULL, max_jobs, GetCurrentTimestamp());
+	}
+	else
+	{
+		/*
+		 * On Citus, queue by queue, each statement on the queue's shard, as
+		 * the workers of the nodes do for their own queues; and the
+		 * dependents that calls left to them
+		 */
+		List	   *queues = jq_all_queues();
+		ListCell   *lc;
+		bool		more;
+		int64		expired = 0;
+		int64		resolved = 0;
+
+		reaped = jq_reap_queues_batch(queues, max_jobs, NULL, NULL, &more);
+		foreach(lc, queues)
+		{
+			const char *queue_name = (const char *) lfirst(lc);
+
+			if (expired < max_jobs)
+				expired += jq_expire_batch(queue_name, max_jobs - (int) expired,
+										   GetCurrentTimestamp());
+			if (resolved < max_jobs)
+				resolved += jq_dependencies_resolve_deferred(queue_name,
+															 max_jobs - (int) resolved);
+		}
+	}
 	jq_spi_finish();
 
 	PG_RETURN_INT64(reaped);

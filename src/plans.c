@@ -2783,7 +2783,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		.name = "debounce pending"
 	},	/*
 	 * JQ_PLAN_LOCAL_QUEUES (Citus only): the queues whose shard of jobs has
-	 * its placement on this node, for the worker (jq_reap_local_batch,
+	 * its placement on this node, for the worker (jq_reap_queues_batch,
 	 * jq_purge_local_batch, the announce task), each with whether its
 	 * listeners are woken (notify, not paused)
 	 */

@@ -110,7 +110,7 @@ jq_add_name(List *list, const char *name, MemoryContext cxt)
 /*
  * On Citus (jq_distributed_mode()) every task works on the queues whose
  * shard this node holds, one statement on the shard per queue: the reap
- * (jq_reap_local_batch) with the expiry of deadlines (jq_expire_local)
+ * (jq_reap_queues_batch) with the expiry of deadlines (jq_expire_local)
  * and the dependents left to the node (jq_resolve_deferred_local), the
  * announce (JQ_PLAN_READY_QUEUE) and the purge (jq_purge_local_batch).
  * The statements of one server would run on every shard, FOR UPDATE across
@@ -259,7 +259,8 @@ jq_task_reap(TimestampTz now, List **ready, MemoryContext cxt, bool *more)
 	if (jq_distributed_mode())
 	{
 		/* the node's own queues; back at the next interval to look again */
-		n = jq_reap_local_batch(jq_reap_batch_size, ready, cxt, more);
+		n = jq_reap_queues_batch(jq_local_queues(false), jq_reap_batch_size, ready,
+								 cxt, more);
 		expired = jq_expire_local(jq_reap_batch_size, now);
 		if (expired >= jq_reap_batch_size)
 			*more = true;
