@@ -342,11 +342,18 @@ chain() {
 expect "a failure cancels the dependents across nodes, level by level" "dead E_DEP 
 cancelled DEPENDENCY_FAILED $x
 cancelled DEPENDENCY_FAILED $y" "$(chain)"
+# a job enqueued to wait for a failed job is cancelled at once, its row kept
+w=$(psql_try 2 -c "SELECT jobqueue.jq_enqueue('$qb', '{\"dep\": \"w\"}', depends_on => ARRAY[$x::bigint])")
+expect "a job enqueued to wait for a dead one on another node is cancelled, its row kept" "cancelled 1" \
+	"$(psql_try 0 -F ' ' -c "SELECT status, (SELECT count(*) FROM jobqueue.job_dependencies WHERE job_id = $w) FROM jobqueue.jobs WHERE id = $w")"
 expect "a replay waits for a dependency that failed to be replayed first" "ERROR:  55000" \
 	"$(psql_try 2 -c 'SET log_min_messages = fatal' -c "SELECT jobqueue.jq_retry('$qb', $y)")"
 expect "replayed in order, the chain waits again" "pending waiting waiting" \
 	"$(psql_try 0 -c "SELECT jobqueue.jq_retry('$qa', $x), jobqueue.jq_retry('$qb', $y), jobqueue.jq_retry('$qa', $z)" >/dev/null
 	   chain | cut -d ' ' -f 1 | paste -sd ' ')"
+expect "so does the job that was cancelled at its enqueue" "t waiting" \
+	"$({ psql_try 0 -c "SELECT jobqueue.jq_retry('$qb', $w)"
+	     psql_try 0 -c "SELECT status FROM jobqueue.jobs WHERE id = $w"; } | paste -sd ' ')"
 # cancelled dependents past their retention are purged with their rows
 psql_try 0 -c "SELECT jobqueue.jq_cancel('$qb', $y)" >/dev/null
 expect "a purge deletes cancelled dependents and their rows on the other node" "1 1 0" \

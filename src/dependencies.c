@@ -322,39 +322,31 @@ jq_dependencies_lock_distributed(ArrayType *depends_on, Datum queue,
 
 /*
  * Citus: the rows of job_dependencies of the n_jobs new jobs job_ids[] of
- * queue, one statement per queue of the dependencies that have not
- * succeeded (deps[], by queue)
+ * queue, one statement per row (JQ_PLAN_DEPENDENCY_ADD), on the shards of
+ * the dependencies that have not succeeded (deps[])
  */
 static void
 jq_dependencies_add_distributed(const JqDependency *deps, int ndeps,
 								Datum *job_ids, int n_jobs, Datum queue)
 {
-	Datum		jobs = PointerGetDatum(construct_array(job_ids, n_jobs, INT8OID,
-													   sizeof(int64), FLOAT8PASSBYVAL,
-													   TYPALIGN_DOUBLE));
-	JqDependency *waits = palloc(sizeof(JqDependency) * Max(ndeps, 1));
-	int			nwaits = 0;
-	int			from;
 	int			i;
+	int			k;
 
 	for (i = 0; i < ndeps; i++)
 	{
-		if (strcmp(deps[i].status, "succeeded") != 0)
-			waits[nwaits++] = deps[i];
-	}
-	for (from = 0; from < nwaits;)
-	{
-		int			to = from + 1;
 		Datum		values[4];
 
-		while (to < nwaits && strcmp(waits[to].queue, waits[from].queue) == 0)
-			to++;
-		values[0] = CStringGetTextDatum(waits[from].queue);
-		values[1] = jq_dependency_ids(waits, from, to);
-		values[2] = jobs;
+		if (strcmp(deps[i].status, "succeeded") == 0)
+			continue;
+		values[0] = CStringGetTextDatum(deps[i].queue);
+		values[1] = Int64GetDatum(deps[i].id);
 		values[3] = queue;
-		jq_execute(JQ_PLAN_DEPENDENCIES_ADD, values, NULL, SPI_OK_INSERT);
-		from = to;
+		for (k = 0; k < n_jobs; k++)
+		{
+			values[2] = job_ids[k];
+			jq_execute(JQ_PLAN_DEPENDENCY_ADD, values, NULL, SPI_OK_INSERT);
+			CHECK_FOR_INTERRUPTS();
+		}
 	}
 }
 
@@ -388,6 +380,59 @@ jq_arg_depends_on(FunctionCallInfo fcinfo, int argno)
 }
 
 /*
+ * Citus: JQ_PLAN_ENQUEUE_DEPENDENT of one job (payload, group_keys NULL or
+ * its key) as JQ_PLAN_ENQUEUE_DEPENDENT_ONE, with the queue's settings
+ * read here; ins and ins_nulls are JQ_PLAN_ENQUEUE_DEPENDENT's parameters.
+ */
+static void
+jq_enqueue_one_distributed(const char *queue_name, Datum payload,
+						   ArrayType *group_keys, const Datum *ins,
+						   const char *ins_nulls)
+{
+	const JqQueueSettings *settings = jq_queue_settings(queue_name);
+	Datum		values[13];
+	char		nulls[13];
+	Datum		delete_on_success;
+	int			i;
+
+	if (!settings->exists)
+		jq_raise_unknown_queue(queue_name);
+	for (i = 0; i < 10; i++)
+	{
+		values[i] = ins[i];
+		nulls[i] = ins_nulls[i];
+	}
+	values[1] = payload;
+	nulls[1] = JQ_NOTNULL;
+	if (nulls[4] == JQ_ISNULL)
+	{
+		values[4] = Int32GetDatum(settings->max_attempts);
+		nulls[4] = JQ_NOTNULL;
+	}
+	nulls[10] = JQ_ISNULL;
+	if (group_keys != NULL)
+	{
+		bool		isnull;
+		int			idx = 1;
+
+		values[10] = array_get_element(PointerGetDatum(group_keys), 1, &idx,
+									   -1, -1, false, TYPALIGN_INT, &isnull);
+		if (!isnull)
+			nulls[10] = JQ_NOTNULL;
+	}
+	if (nulls[10] == JQ_ISNULL && settings->group_policy)
+	{
+		values[10] = CStringGetTextDatum("");
+		nulls[10] = JQ_NOTNULL;
+	}
+	values[11] = BoolGetDatum(settings->notify);
+	nulls[11] = JQ_NOTNULL;
+	jq_completion_queues(&values[12], &delete_on_success);
+	nulls[12] = JQ_NOTNULL;
+	jq_execute(JQ_PLAN_ENQUEUE_DEPENDENT_ONE, values, nulls, SPI_OK_INSERT_RETURNING);
+}
+
+/*
  * Enqueue jobs that depend on the jobs of depends_on (sorted, distinct),
  * for jq_enqueue (payloads NULL: the one payload is values[1]; returns the
  * job's id) and jq_enqueue_many (each job's id goes to tupstore; returns
@@ -415,9 +460,11 @@ jq_enqueue_dependent(FunctionCallInfo fcinfo, Datum *values, char *nulls,
 	uint64		i;
 	bool		distributed;
 	bool		settle;
+	bool		one;
 	JqDependency *deps = NULL;
 	int			ndeps = 0;
 
+	one = (payloads == NULL);
 	if (payloads == NULL)
 		payloads = construct_array(&values[1], 1, JSONBOID, -1, false,
 								   TYPALIGN_INT);
@@ -460,7 +507,10 @@ jq_enqueue_dependent(FunctionCallInfo fcinfo, Datum *values, char *nulls,
 		ins[11] = jq_result(0, 5);
 	}
 
-	jq_execute(JQ_PLAN_ENQUEUE_DEPENDENT, ins, ins_nulls, SPI_OK_SELECT);
+	if (distributed && one)
+		jq_enqueue_one_distributed(queue_name, values[1], group_keys, ins, ins_nulls);
+	else
+		jq_execute(JQ_PLAN_ENQUEUE_DEPENDENT, ins, ins_nulls, SPI_OK_SELECT);
 	if (SPI_processed > 0)
 	{
 		Datum	   *job_ids = palloc(sizeof(Datum) * SPI_processed);
@@ -492,7 +542,8 @@ jq_enqueue_dependent(FunctionCallInfo fcinfo, Datum *values, char *nulls,
 			}
 		}
 		(void) jq_note_outcome(JQ_TR_ENQUEUE, 0, NULL, NULL, NULL);
-		if (distributed && ins_nulls[8] == JQ_ISNULL)
+		/* also for jobs cancelled at once: jq_retry looks at their rows */
+		if (distributed)
 			jq_dependencies_add_distributed(deps, ndeps, job_ids, (int) njobs,
 											values[0]);
 	}

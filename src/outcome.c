@@ -838,7 +838,7 @@ typedef struct JqResolve
 	bool		succeeded;		/* released, or (false) cancelled */
 	const char *queue;			/* the queue of the jobs that finished */
 	Datum		ids;			/* those jobs, bigint[] */
-	bool		same_queue;		/* dependents in queue, or in the others */
+	bool		same_queue;		/* only the dependents in queue, or all */
 	Datum		now;
 	List	  **woken;
 	MemoryContext woken_cxt;
@@ -849,28 +849,31 @@ static void jq_resolve_dependents_of(bool succeeded, const char *queue, Datum id
 									 MemoryContext woken_cxt);
 
 /*
- * Release the dependents (in r->queue, or in other queues) of r->ids, jobs
- * of r->queue that succeeded: the rows naming them are taken on its shard
- * in batches (JQ_PLAN_DEPENDENTS_TAKE), and each batch's dependents
- * counted off on their own shards, a statement per queue.
+ * Release the dependents (all, or those in r->queue) of r->ids, jobs of
+ * r->queue that succeeded: the rows naming them are taken on its shard in
+ * batches (JQ_PLAN_DEPENDENTS_TAKE), and each batch's dependents counted
+ * off on their own shards, a statement per queue.
  */
 static void
 jq_release_dependents(JqResolve *r)
 {
 	Datum		values[4];
+	char		nulls[4] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL};
 
 	values[0] = CStringGetTextDatum(r->queue);
 	values[1] = r->ids;
 	values[2] = Int32GetDatum(JQ_RELEASE_BATCH);
-	values[3] = BoolGetDatum(r->same_queue);
+	values[3] = BoolGetDatum(true);
+	nulls[3] = r->same_queue ? JQ_NOTNULL : JQ_ISNULL;
 	for (;;)
 	{
 		JqJobRef   *dependents;
 		int			ndependents;
+		int			taken = 0;
 		int			from;
 		int			i;
 
-		jq_execute(JQ_PLAN_DEPENDENTS_TAKE, values, NULL, SPI_OK_SELECT);
+		jq_execute(JQ_PLAN_DEPENDENTS_TAKE, values, nulls, SPI_OK_SELECT);
 		if (SPI_processed == 0)
 			break;
 		ndependents = (int) SPI_processed;
@@ -881,6 +884,7 @@ jq_release_dependents(JqResolve *r)
 			dependents[i].id = DatumGetInt64(jq_result(i, 2));
 			dependents[i].count = DatumGetInt32(jq_result(i, 3));
 			dependents[i].value = jq_result_nullable(i, 4, &dependents[i].value_null);
+			taken += dependents[i].count;
 		}
 		/* in (queue, id) order already */
 		for (from = 0; from < ndependents;)
@@ -900,19 +904,23 @@ jq_release_dependents(JqResolve *r)
 								   r->woken_cxt, NULL);
 			from = to;
 		}
+		/* a batch not full was the last */
+		if (taken < JQ_RELEASE_BATCH)
+			break;
 		CHECK_FOR_INTERRUPTS();
 	}
 }
 
 /*
- * Cancel the waiting dependents (in r->queue, or in other queues) of
- * r->ids, jobs of r->queue that ended dead or cancelled, each on its own
- * shard, and then theirs, queue by queue.
+ * Cancel the waiting dependents (all, or those in r->queue) of r->ids,
+ * jobs of r->queue that ended dead or cancelled, each on its own shard,
+ * and then theirs, queue by queue.
  */
 static void
 jq_cancel_dependents(JqResolve *r)
 {
 	Datum		values[4];
+	char		nulls[4] = {JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL, JQ_NOTNULL};
 	JqJobRef   *dependents;
 	int			ndependents;
 	JqJobRef   *next = NULL;
@@ -923,8 +931,9 @@ jq_cancel_dependents(JqResolve *r)
 	values[0] = CStringGetTextDatum(r->queue);
 	values[1] = r->ids;
 	values[2] = r->now;
-	values[3] = BoolGetDatum(r->same_queue);
-	jq_execute(JQ_PLAN_DEPENDENTS_OF, values, NULL, SPI_OK_SELECT);
+	values[3] = BoolGetDatum(true);
+	nulls[3] = r->same_queue ? JQ_NOTNULL : JQ_ISNULL;
+	jq_execute(JQ_PLAN_DEPENDENTS_OF, values, nulls, SPI_OK_SELECT);
 	ndependents = (int) SPI_processed;
 	dependents = palloc0(sizeof(JqJobRef) * Max(ndependents, 1));
 	for (i = 0; i < ndependents; i++)
@@ -988,12 +997,13 @@ jq_resolve_dependents_step(void *arg)
 
 /*
  * Resolve the dependents of ids, jobs of queue that finished (succeeded,
- * or dead or cancelled): those in other queues first, then those in
- * queue.  A write to another queue's shard is refused inside a call that
- * Citus delegated with force_delegation (jq_claim, jq_complete_and_claim,
- * 0A000): that part is then undone (its subtransaction) and the rows left
- * for the worker of this node, marked deferred (JQ_PLAN_DEPENDENTS_DEFER;
- * jq_dependencies_resolve_deferred).
+ * or dead or cancelled), in a subtransaction.  A write to another queue's
+ * shard is refused inside a call that Citus delegated with
+ * force_delegation (jq_claim, jq_complete_and_claim; 0A000): then the
+ * subtransaction is undone, the rows of the dependents in other queues
+ * are left for the worker of this node, marked deferred
+ * (JQ_PLAN_DEPENDENTS_DEFER; jq_dependencies_resolve_deferred), and those
+ * in queue resolved at once.
  */
 static void
 jq_resolve_dependents_of(bool succeeded, const char *queue, Datum ids,
@@ -1015,9 +1025,9 @@ jq_resolve_dependents_of(bool succeeded, const char *queue, Datum ids,
 		values[0] = CStringGetTextDatum(queue);
 		values[1] = ids;
 		jq_execute(JQ_PLAN_DEPENDENTS_DEFER, values, NULL, SPI_OK_UPDATE);
+		r.same_queue = true;
+		jq_resolve_dependents_step(&r);
 	}
-	r.same_queue = true;
-	jq_resolve_dependents_step(&r);
 }
 
 /*

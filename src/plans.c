@@ -1073,7 +1073,7 @@ typedef struct JqPlanSpec
 {
 	const char *sql;
 	int			nargs;
-	Oid			argtypes[12];
+	Oid			argtypes[13];
 	const char *name;			/* for error messages */
 	bool		read_only;		/* a SELECT: runs in the caller's snapshot */
 	JqDistPlan	dist;			/* its plan in distributed mode */
@@ -2935,21 +2935,55 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		.name = "lock dependencies in queue"
 	},
 	/*
-	 * JQ_PLAN_DEPENDENCIES_ADD: $1 queue, $2 dependency ids of that queue,
-	 * $3 new jobs, $4 their queue.  A row of job_dependencies per pair.
+	 * JQ_PLAN_ENQUEUE_DEPENDENT_ONE: JQ_PLAN_ENQUEUE_DEPENDENT of one job
+	 * ($2 its payload, $11 its group key), with what it reads from queues
+	 * given: $5 max_attempts (the queue's when not given), $11 the group
+	 * key ('' where the queue has a group policy and none was given), $12
+	 * the queue's notify, $13 the queues with notify_finished.  INSERT ...
+	 * VALUES, which Citus plans once and routes at each execution; the
+	 * INSERT ... SELECT costs it a few milliseconds more per call.  No row
+	 * back: the idempotency key is taken (the caller checked the queue).
 	 */
-	[JQ_PLAN_DEPENDENCIES_ADD] = {
+	[JQ_PLAN_ENQUEUE_DEPENDENT_ONE] = {
+		"INSERT INTO jobqueue.jobs AS j "
+		"  (queue_name, payload, priority, available_at, max_attempts, "
+		"   idempotency_key, status, dependencies_left, finished_at, "
+		"   last_error_code, errors, group_key) "
+		"VALUES ($1, $2, $3, COALESCE($4, $7), $5, $6, "
+		"  CASE WHEN $9::bigint IS NOT NULL THEN 'cancelled' "
+		"       WHEN pg_catalog.cardinality($8) > 0 THEN 'waiting' "
+		"       ELSE 'pending' END::jobqueue.job_status, "
+		"  pg_catalog.cardinality($8), "
+		"  CASE WHEN $9::bigint IS NOT NULL THEN $7 END, "
+		"  CASE WHEN $9::bigint IS NOT NULL THEN '" JQ_DEPENDENCY_FAILED_CODE "' END, "
+		"  CASE WHEN $9::bigint IS NOT NULL THEN pg_catalog.jsonb_build_array("
+		"    " JQ_DEPENDENCY_ENTRY_SQL("$7", "$9", "$10") ") "
+		"       ELSE '[]'::jsonb END, "
+		"  $11) "
+		JQ_ENQUEUE_KEY_CONFLICT_SQL
+		"RETURNING " JQ_OUTCOME_SQL("$7", "$12", JQ_NOTIFY_FINISHED_SQL("$13")),
+		13, {TEXTOID, JSONBOID, INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID,
+		TIMESTAMPTZOID, INT8ARRAYOID, INT8OID, TEXTOID, TEXTOID, BOOLOID, TEXTARRAYOID},
+		.name = "enqueue one dependent", .dist = JQ_DIST_GENERIC
+	},
+	/*
+	 * JQ_PLAN_DEPENDENCY_ADD: $1 queue, $2 a dependency of that queue, $3
+	 * a new job, $4 its queue.  Its row of job_dependencies, as INSERT ...
+	 * VALUES: Citus plans it once and routes it at each execution, where
+	 * an INSERT ... SELECT of all the pairs at once costs several times
+	 * more for the few rows of an enqueue.
+	 */
+	[JQ_PLAN_DEPENDENCY_ADD] = {
 		"INSERT INTO jobqueue.job_dependencies (job_id, depends_on, queue_name, job_queue) "
-		"SELECT i.id, d.id, $1, $4 FROM pg_catalog.unnest($3) AS i(id), "
-		"  pg_catalog.unnest($2) AS d(id)",
-		4, {TEXTOID, INT8ARRAYOID, INT8ARRAYOID, TEXTOID},
-		.name = "add dependencies"
+		"VALUES ($3, $2, $1, $4)",
+		4, {TEXTOID, INT8OID, INT8OID, TEXTOID},
+		.name = "add dependency", .dist = JQ_DIST_GENERIC
 	},
 	/*
 	 * JQ_PLAN_DEPENDENTS_TAKE: $1 queue, $2 jobs of it that succeeded, $3
-	 * rows per batch, $4 whether the dependents are in $1 or in other
-	 * queues.  Deletes up to $3 rows naming them; per dependent (queue,
-	 * id), the number of rows deleted and the trace context of one of its
+	 * rows per batch, $4 true for the dependents in $1 only (NULL: all).
+	 * Deletes up to $3 rows naming them; per dependent (queue, id), the
+	 * number of rows deleted and the trace context of one of its
 	 * dependencies.  No row when nothing was left to do.
 	 */
 	[JQ_PLAN_DEPENDENTS_TAKE] = {
@@ -2957,7 +2991,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"           WHERE d.queue_name = $1 AND d.ctid = ANY (ARRAY("
 		"             SELECT d2.ctid FROM jobqueue.job_dependencies d2 "
 		"             WHERE d2.queue_name = $1 AND d2.depends_on = ANY ($2) "
-		"               AND (d2.job_queue = $1) = $4 LIMIT $3)) "
+		"               AND ($4::boolean IS NULL OR d2.job_queue = $1) LIMIT $3)) "
 		"           RETURNING d.job_queue, d.job_id, d.depends_on), "
 		"n AS (SELECT e.job_queue, e.job_id, pg_catalog.count(*)::int AS n, "
 		"        pg_catalog.max(e.depends_on) AS dep FROM e GROUP BY e.job_queue, e.job_id) "
@@ -2990,19 +3024,19 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"WHERE j.queue_name = $1 AND j.id = ANY ($2) "
 		"RETURNING " JQ_OUTCOME_SQL("$5", "$6", "false"),
 		6, {TEXTOID, INT8ARRAYOID, INT4ARRAYOID, TEXTARRAYOID, TIMESTAMPTZOID, BOOLOID},
-		.name = "count off dependents"
+		.name = "count off dependents", .dist = JQ_DIST_GENERIC
 	},
 	/*
 	 * JQ_PLAN_DEPENDENTS_OF: $1 queue, $2 jobs of it that ended dead or
-	 * cancelled, $3 now, $4 whether the dependents are in $1 or in other
-	 * queues.  Their dependents (queue, id), each with the history entry
+	 * cancelled, $3 now, $4 true for the dependents in $1 only (NULL:
+	 * all).  Their dependents (queue, id), each with the history entry
 	 * that cancels it (JQ_PLAN_DEPENDENTS_CANCEL's).
 	 */
 	[JQ_PLAN_DEPENDENTS_OF] = {
 		"WITH c AS (SELECT d.job_queue, d.job_id, pg_catalog.min(d.depends_on) AS dep "
 		"           FROM jobqueue.job_dependencies d "
 		"           WHERE d.queue_name = $1 AND d.depends_on = ANY ($2) "
-		"             AND (d.job_queue = $1) = $4 "
+		"             AND ($4::boolean IS NULL OR d.job_queue = $1) "
 		"           GROUP BY d.job_queue, d.job_id) "
 		"SELECT c.job_queue, c.job_id, "
 		"  " JQ_DEPENDENCY_ENTRY_SQL("$3::timestamptz", "c.dep", "x.status::text") " "
@@ -3021,7 +3055,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"WHERE d.queue_name = $1 AND d.depends_on = ANY ($2) AND d.job_queue <> $1 "
 		"  AND NOT d.deferred",
 		2, {TEXTOID, INT8ARRAYOID},
-		.name = "defer dependents"
+		.name = "defer dependents", .dist = JQ_DIST_GENERIC
 	},
 	/*
 	 * JQ_PLAN_DEPENDENCIES_DEFERRED: $1 queue, $2 max rows.  The jobs of
@@ -3045,7 +3079,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"UPDATE jobqueue.job_dependencies d SET deferred = false "
 		"WHERE d.queue_name = $1 AND d.depends_on = ANY ($2) AND d.deferred",
 		2, {TEXTOID, INT8ARRAYOID},
-		.name = "undefer dependents"
+		.name = "undefer dependents", .dist = JQ_DIST_GENERIC
 	},
 	/*
 	 * JQ_PLAN_DEPENDENTS_CANCEL_IN: $1 queue, $2 dependents in it, $3 the
@@ -3061,7 +3095,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"WHERE j.queue_name = $1 AND j.id = ANY ($2) AND j.status = 'waiting' "
 		"RETURNING " JQ_OUTCOME_SQL("$4", "false", JQ_NOTIFY_FINISHED_SQL("$6")),
 		6, {TEXTOID, INT8ARRAYOID, JSONBARRAYOID, TIMESTAMPTZOID, INT4OID, TEXTARRAYOID},
-		.name = "cancel dependents in queue"
+		.name = "cancel dependents in queue", .dist = JQ_DIST_GENERIC
 	},
 	/*
 	 * JQ_PLAN_JOB_DEPENDENCIES: $1 id, $2 its queue.  The rows naming the
