@@ -76,6 +76,7 @@
 #include "utils/rel.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
@@ -195,6 +196,25 @@ jq_raise_unknown_dependency(int64 id)
 }
 
 /*
+ * Citus: run plan, a read of every shard, over one connection per node
+ * (citus.max_adaptive_executor_pool_size = 1 for the statement): its
+ * tasks are an index probe each, and by default Citus would open up to 16
+ * connections per node for them, anew at each call of a delegated
+ * function, which costs tens of milliseconds.
+ */
+static void
+jq_execute_every_shard(JqPlanId plan, Datum *values, const char *nulls)
+{
+	int			guc_nestlevel = NewGUCNestLevel();
+
+	(void) set_config_option("citus.max_adaptive_executor_pool_size", "1",
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+							 true, 0, false);
+	jq_execute(plan, values, nulls, SPI_OK_SELECT);
+	AtEOXact_GUC(true, guc_nestlevel);
+}
+
+/*
  * Citus: the queue of each of the n dependencies ids[] (sorted, distinct),
  * read in queue first, then on every shard if some are elsewhere.  An
  * unknown one is an error.  Returns them by queue, then id.
@@ -220,7 +240,7 @@ jq_dependencies_find(const int64 *ids, int n, Datum queue)
 	if (SPI_processed < (uint64) n)
 	{
 		nulls[1] = JQ_ISNULL;
-		jq_execute(JQ_PLAN_DEPENDENCIES_FIND, values, nulls, SPI_OK_SELECT);
+		jq_execute_every_shard(JQ_PLAN_DEPENDENCIES_FIND, values, nulls);
 	}
 	found = SPI_processed;
 	for (i = 0; i < found; i++)
@@ -672,7 +692,7 @@ jq_retry_check_dependencies(int64 job_id, Datum queue, bool queue_null)
 		uint64		i;
 
 		values[1] = queue;
-		jq_execute(JQ_PLAN_JOB_DEPENDENCIES, values, NULL, SPI_OK_SELECT);
+		jq_execute_every_shard(JQ_PLAN_JOB_DEPENDENCIES, values, NULL);
 		n = SPI_processed;
 		deps = palloc(sizeof(JqDependency) * Max(n, 1));
 		for (i = 0; i < n; i++)
@@ -739,7 +759,7 @@ jq_job_dependencies(Datum job_id, Datum queue)
 
 	values[0] = job_id;
 	values[1] = queue;
-	jq_execute(JQ_PLAN_JOB_DEPENDENCIES, values, NULL, SPI_OK_SELECT);
+	jq_execute_every_shard(JQ_PLAN_JOB_DEPENDENCIES, values, NULL);
 	elems = palloc(sizeof(Datum) * Max(SPI_processed, 1));
 	for (i = 0; i < SPI_processed; i++)
 		elems[i] = jq_result(i, 2);
