@@ -198,9 +198,9 @@ jq_raise_unknown_dependency(int64 id)
 /*
  * Citus: run plan, a read of every shard, over one connection per node
  * (citus.max_adaptive_executor_pool_size = 1 for the statement): its
- * tasks are an index probe each, and by default Citus would open up to 16
- * connections per node for them, anew at each call of a delegated
- * function, which costs tens of milliseconds.
+ * tasks are an index probe each, for which Citus would otherwise open up
+ * to that many connections per node (16 by default), anew at each call
+ * of a delegated function: tens of milliseconds.
  */
 static void
 jq_execute_every_shard(JqPlanId plan, Datum *values, const char *nulls)

@@ -2892,8 +2892,8 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	/*
 	 * JQ_PLAN_PURGE_DUE_QUEUE (Citus only): $1 queue, $2 now.  Whether the
 	 * queue has a finished job past its retention, read on its shard before
-	 * JQ_PLAN_PURGE, whose DELETE of dependency rows (a reference table)
-	 * writes to every node even when it deletes nothing.
+	 * JQ_PLAN_PURGE (and JQ_PLAN_PURGE_WAITERS), so that a queue with
+	 * nothing to purge costs the worker one read.
 	 */
 	[JQ_PLAN_PURGE_DUE_QUEUE] = {
 		"SELECT EXISTS (SELECT FROM jobqueue.queues q CROSS JOIN " JQ_PURGED_STATUSES_SQL " "
