@@ -383,6 +383,41 @@ expect "a completion in a transaction block releases its queue's dependent at on
 	"$(psql_try 0 -c "SELECT string_agg(CASE WHEN queue_name = '$qa' AND status IN ('pending', 'running') THEN 'released' ELSE status::text END,
 		' ' ORDER BY queue_name = '$qb') FROM jobqueue.jobs WHERE id IN (${same:-0}, ${other:-0})")"
 
+# Producers enqueue jobs of $qb that wait for jobs of $qa while workers
+# complete those (a lock on the other node at the enqueue, a write on the
+# other node at the completion): every waiting job is released once,
+# none is stranded.
+log "producers and workers race over dependencies across nodes"
+psql_try 0 -c "DELETE FROM jobqueue.job_dependencies" -c "DELETE FROM jobqueue.jobs WHERE queue_name IN ('$qa', '$qb')" >/dev/null
+# (the ids are the client's: a call with a subquery over jobqueue's tables
+# in its arguments is not delegated, see docs/scale-out.md)
+parents=($(psql_try 0 -c "SELECT * FROM jobqueue.jq_enqueue_many('$qa', (SELECT array_agg(jsonb_build_object('parent', g)) FROM generate_series(1, 60) g))"))
+pids=()
+for c in 0 1; do
+	for ((k = 0; k < 40; k++)); do
+		echo "SELECT jobqueue.jq_enqueue('$qb', '{\"waits\": $k}', depends_on => ARRAY[${parents[RANDOM % 60]}, ${parents[RANDOM % 60]}]::bigint[]);"
+	done >"$cdir/dep-producer.$c.sql"
+	jq_citus_psql $((c * 2)) -v ON_ERROR_STOP=0 -f "$cdir/dep-producer.$c.sql" >"$cdir/dep-producer.$c.out" 2>&1 &
+	pids+=($!)
+	for ((k = 0; k < 40; k++)); do
+		echo "SELECT coalesce(array_agg(id), '{}') AS ids, coalesce(array_agg(token), '{}') AS tokens FROM jobqueue.jq_claim('$qa', 1, 'dep-$c') \\gset"
+		echo "SELECT count(*) FROM jobqueue.jq_complete_many('$qa', :'ids', :'tokens');"
+	done >"$cdir/dep-worker.$c.sql"
+	jq_citus_psql $((c + 1)) -v ON_ERROR_STOP=0 -f "$cdir/dep-worker.$c.sql" >"$cdir/dep-worker.$c.out" 2>&1 &
+	pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p" || true; done
+cat >"$cdir/dep-rest.sql" <<SQL
+SELECT coalesce(array_agg(id), '{}') AS ids, coalesce(array_agg(token), '{}') AS tokens FROM jobqueue.jq_claim('$qa', 100, 'dep-rest') \\gset
+SELECT count(*) FROM jobqueue.jq_complete_many('$qa', :'ids', :'tokens');
+SQL
+psql_try 1 -f "$cdir/dep-rest.sql" >/dev/null
+expect "the race ran without errors" "" "$(grep -h 'ERROR' "$cdir"/dep-producer.*.out "$cdir"/dep-worker.*.out | sort | uniq -c | head -n 5)"
+expect "every job that waited across nodes is released, no row is left" "80 80 0" \
+	"$(psql_try 0 -F ' ' -c "SELECT count(*), count(*) FILTER (WHERE status = 'pending' AND dependencies_left = 0),
+		(SELECT count(*) FROM jobqueue.job_dependencies WHERE queue_name = '$qa')
+		FROM jobqueue.jobs WHERE queue_name = '$qb'")"
+
 # --- 8 clients drain 2 queues on different workers ------------------------
 log "8 clients drain $qa and $qb, through the coordinator and the workers"
 # from empty queues and counters
