@@ -83,7 +83,7 @@ JQ_CITUS_PORT_MIN=${JQ_CITUS_PORT_MIN:-54400}
 JQ_CITUS_PORT_MAX=${JQ_CITUS_PORT_MAX:-54999}
 
 jq_citus_cluster() {
-	local dir=$1 n=$2 extra=${3:-} i port
+	local dir=$1 n=$2 extra=${3:-} i port tries
 	jq_owned_dir "$dir"
 	port=$JQ_CITUS_PORT_MIN
 	for ((i = 0; i <= n; i++)); do
@@ -102,7 +102,19 @@ jq_citus_cluster() {
 			log_line_prefix = '%m [%p] node$i '
 			$extra
 		CONF
-		jq_cluster_start
+		tries=0
+		until jq_cluster_start 2>"$dir/node$i.start.err"; do
+			# a port jq_free_port saw free may be taken since by the local
+			# end of some connection (an ephemeral port): take the next one
+			if ! grep -q 'could not bind' "$dir/node$i.start.err" || ((++tries >= 10)); then
+				cat "$dir/node$i.start.err" >&2
+				return 1
+			fi
+			port=$(jq_free_port $((port + 1)) "$JQ_CITUS_PORT_MAX")
+			JQ_PGPORT=$port
+			mv "$JQ_PGLOG" "$JQ_PGLOG.$tries"
+			echo "port = $port" | jq_cluster_conf
+		done
 		JQ_CITUS_PORTS+=("$port")
 		JQ_CITUS_DIRS+=("$dir/node$i")
 		as_pguser psql -X -q -h "$dir/node$i" -p "$port" -d postgres -v ON_ERROR_STOP=1 \
