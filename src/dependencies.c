@@ -147,43 +147,11 @@ jq_int64_array_copy(Datum a, int64 **ids)
 	return n;
 }
 
-/* A dependency on Citus: its queue, its id and (once locked) its status */
-typedef struct JqDependency
-{
-	char	   *queue;
-	int64		id;
-	char	   *status;
-} JqDependency;
-
-/* By queue, then id: the order in which they are locked on Citus */
-static int
-jq_dependency_queue_cmp(const void *a, const void *b)
-{
-	const JqDependency *x = a;
-	const JqDependency *y = b;
-	int			c = strcmp(x->queue, y->queue);
-
-	return c != 0 ? c : (x->id > y->id) - (x->id < y->id);
-}
-
 /* By id */
 static int
-jq_dependency_id_cmp(const void *a, const void *b)
+jq_job_ref_id_cmp(const void *a, const void *b)
 {
-	return jq_int64_cmp(&((const JqDependency *) a)->id,
-						&((const JqDependency *) b)->id);
-}
-
-static Datum
-jq_dependency_ids(const JqDependency *deps, int from, int to)
-{
-	Datum	   *elems = palloc(sizeof(Datum) * Max(to - from, 1));
-	int			i;
-
-	for (i = from; i < to; i++)
-		elems[i - from] = Int64GetDatum(deps[i].id);
-	return PointerGetDatum(construct_array(elems, to - from, INT8OID, sizeof(int64),
-										   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	return jq_int64_cmp(&((const JqJobRef *) a)->id, &((const JqJobRef *) b)->id);
 }
 
 static void
@@ -215,26 +183,23 @@ jq_execute_every_shard(JqPlanId plan, Datum *values, const char *nulls)
 }
 
 /*
- * Citus: the queue of each of the n dependencies ids[] (sorted, distinct),
- * read in queue first, then on every shard if some are elsewhere.  An
- * unknown one is an error.  Returns them by queue, then id.
+ * Citus: the queue of each of the n dependencies ids[] (sorted, distinct;
+ * depends_on is the same as a bigint[]), read in queue first, then on
+ * every shard if some are elsewhere.  An unknown one is an error.  Returns
+ * them by queue, then id.
  */
-static JqDependency *
-jq_dependencies_find(const int64 *ids, int n, Datum queue)
+static JqJobRef *
+jq_dependencies_find(Datum depends_on, const int64 *ids, int n, Datum queue)
 {
-	JqDependency *deps = palloc(sizeof(JqDependency) * Max(n, 1));
-	JqDependency *d = deps;
+	JqJobRef   *deps = palloc0(sizeof(JqJobRef) * Max(n, 1));
+	JqJobRef   *d = deps;
 	Datum		values[2];
 	char		nulls[2] = {JQ_NOTNULL, JQ_NOTNULL};
-	Datum	   *elems = palloc(sizeof(Datum) * Max(n, 1));
 	uint64		found;
 	uint64		i;
 	int			k;
 
-	for (k = 0; k < n; k++)
-		elems[k] = Int64GetDatum(ids[k]);
-	values[0] = PointerGetDatum(construct_array(elems, n, INT8OID, sizeof(int64),
-												FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	values[0] = depends_on;
 	values[1] = queue;
 	jq_execute(JQ_PLAN_DEPENDENCIES_FIND, values, nulls, SPI_OK_SELECT);
 	if (SPI_processed < (uint64) n)
@@ -247,9 +212,8 @@ jq_dependencies_find(const int64 *ids, int n, Datum queue)
 	{
 		d[i].queue = jq_result_name(i, 1);
 		d[i].id = DatumGetInt64(jq_result(i, 2));
-		d[i].status = NULL;
 	}
-	qsort(d, found, sizeof(JqDependency), jq_dependency_id_cmp);
+	qsort(d, found, sizeof(JqJobRef), jq_job_ref_id_cmp);
 	for (k = 0, i = 0; k < n; k++)
 	{
 		if (i < found && d[i].id == ids[k])
@@ -257,8 +221,39 @@ jq_dependencies_find(const int64 *ids, int n, Datum queue)
 		else
 			jq_raise_unknown_dependency(ids[k]);
 	}
-	qsort(d, n, sizeof(JqDependency), jq_dependency_queue_cmp);
+	qsort(d, n, sizeof(JqJobRef), jq_job_ref_cmp);
 	return deps;
+}
+
+/*
+ * Citus: lock the n dependencies deps[] (by queue, then id) queue by
+ * queue with plan ($1 ids, $2 their queue; returns each one's id and
+ * status in id order, SPI result rc), and set their statuses: NULL for
+ * one that is gone.
+ */
+static void
+jq_dependencies_lock_each_queue(JqJobRef *deps, int n, JqPlanId plan, int rc)
+{
+	int			from;
+
+	for (from = 0; from < n;)
+	{
+		int			to = jq_job_ref_run(deps, from, n);
+		Datum		values[2];
+		uint64		r = 0;
+		int			i;
+
+		values[0] = jq_job_ref_ids(deps, from, to);
+		values[1] = CStringGetTextDatum(deps[from].queue);
+		jq_execute(plan, values, NULL, rc);
+		for (i = from; i < to; i++)
+		{
+			deps[i].status = NULL;
+			if (r < SPI_processed && DatumGetInt64(jq_result(r, 1)) == deps[i].id)
+				deps[i].status = jq_result_name(r++, 2);
+		}
+		from = to;
+	}
 }
 
 /*
@@ -269,46 +264,27 @@ jq_dependencies_find(const int64 *ids, int n, Datum queue)
  * dead or cancelled, its status) and $12 (the queues of $8).  Returns the
  * dependencies by queue, then id.
  */
-static JqDependency *
+static JqJobRef *
 jq_dependencies_lock_distributed(ArrayType *depends_on, Datum queue,
 								 Datum *values, char *nulls, int *ndeps)
 {
 	int64	   *ids;
 	int			n = jq_int64_array_copy(PointerGetDatum(depends_on), &ids);
-	JqDependency *deps = jq_dependencies_find(ids, n, queue);
-	JqDependency *waits = palloc(sizeof(JqDependency) * Max(n, 1));
-	JqDependency *failed = NULL;
+	JqJobRef   *deps = jq_dependencies_find(PointerGetDatum(depends_on), ids, n, queue);
+	JqJobRef   *waits = palloc(sizeof(JqJobRef) * Max(n, 1));
+	JqJobRef   *failed = NULL;
 	Datum	   *wait_ids = palloc(sizeof(Datum) * Max(n, 1));
 	Datum	   *wait_queues = palloc(sizeof(Datum) * Max(n, 1));
 	int			nwaits = 0;
-	int			from;
 	int			i;
 
-	for (from = 0; from < n;)
-	{
-		int			to = from + 1;
-		Datum		lock_values[2];
-		uint64		r;
-
-		while (to < n && strcmp(deps[to].queue, deps[from].queue) == 0)
-			to++;
-		lock_values[0] = jq_dependency_ids(deps, from, to);
-		lock_values[1] = CStringGetTextDatum(deps[from].queue);
-		jq_execute(JQ_PLAN_DEPENDENCIES_LOCK_IN, lock_values, NULL,
-				   SPI_OK_UPDATE_RETURNING);
-		/* both in id order; one deleted since it was found is unknown */
-		for (i = from, r = 0; i < to; i++)
-		{
-			if (r < SPI_processed && DatumGetInt64(jq_result(r, 1)) == deps[i].id)
-				deps[i].status = jq_result_name(r++, 2);
-			else
-				jq_raise_unknown_dependency(deps[i].id);
-		}
-		from = to;
-	}
-
+	jq_dependencies_lock_each_queue(deps, n, JQ_PLAN_DEPENDENCIES_LOCK_IN,
+									SPI_OK_UPDATE_RETURNING);
 	for (i = 0; i < n; i++)
 	{
+		/* deleted since it was found */
+		if (deps[i].status == NULL)
+			jq_raise_unknown_dependency(deps[i].id);
 		if (strcmp(deps[i].status, "succeeded") == 0)
 			continue;
 		waits[nwaits++] = deps[i];
@@ -317,7 +293,7 @@ jq_dependencies_lock_distributed(ArrayType *depends_on, Datum queue,
 			(failed == NULL || deps[i].id < failed->id))
 			failed = &deps[i];
 	}
-	qsort(waits, nwaits, sizeof(JqDependency), jq_dependency_id_cmp);
+	qsort(waits, nwaits, sizeof(JqJobRef), jq_job_ref_id_cmp);
 	for (i = 0; i < nwaits; i++)
 	{
 		wait_ids[i] = Int64GetDatum(waits[i].id);
@@ -346,7 +322,7 @@ jq_dependencies_lock_distributed(ArrayType *depends_on, Datum queue,
  * the dependencies that have not succeeded (deps[])
  */
 static void
-jq_dependencies_add_distributed(const JqDependency *deps, int ndeps,
+jq_dependencies_add_distributed(const JqJobRef *deps, int ndeps,
 								Datum *job_ids, int n_jobs, Datum queue)
 {
 	int			i;
@@ -481,7 +457,7 @@ jq_enqueue_dependent(FunctionCallInfo fcinfo, Datum *values, char *nulls,
 	bool		distributed;
 	bool		settle;
 	bool		one;
-	JqDependency *deps = NULL;
+	JqJobRef   *deps = NULL;
 	int			ndeps = 0;
 
 	one = (payloads == NULL);
@@ -686,42 +662,23 @@ jq_retry_check_dependencies(int64 job_id, Datum queue, bool queue_null)
 	else if (!queue_null)
 	{
 		/* the rows are on every shard; the dependencies locked per queue */
-		JqDependency *deps;
-		uint64		n;
-		uint64		from;
-		uint64		i;
+		JqJobRef   *deps;
+		int			n;
+		int			i;
 
 		values[1] = queue;
 		jq_execute_every_shard(JQ_PLAN_JOB_DEPENDENCIES, values, NULL);
-		n = SPI_processed;
-		deps = palloc(sizeof(JqDependency) * Max(n, 1));
+		n = (int) SPI_processed;
+		deps = palloc0(sizeof(JqJobRef) * Max(n, 1));
 		for (i = 0; i < n; i++)
 		{
 			deps[i].queue = jq_result_name(i, 1);
 			deps[i].id = DatumGetInt64(jq_result(i, 2));
-			deps[i].status = NULL;
 		}
-		qsort(deps, n, sizeof(JqDependency), jq_dependency_queue_cmp);
-		for (from = 0; from < n;)
-		{
-			uint64		to = from + 1;
-			Datum		lock_values[2];
-			uint64		r;
-
-			while (to < n && strcmp(deps[to].queue, deps[from].queue) == 0)
-				to++;
-			lock_values[0] = jq_dependency_ids(deps, (int) from, (int) to);
-			lock_values[1] = CStringGetTextDatum(deps[from].queue);
-			jq_execute(JQ_PLAN_DEPENDENCIES_SHARE_IN, lock_values, NULL,
-					   SPI_OK_SELECT);
-			for (i = from, r = 0; i < to; i++)
-			{
-				if (r < SPI_processed && DatumGetInt64(jq_result(r, 1)) == deps[i].id)
-					deps[i].status = jq_result_name(r++, 2);
-			}
-			from = to;
-		}
-		qsort(deps, n, sizeof(JqDependency), jq_dependency_id_cmp);
+		qsort(deps, n, sizeof(JqJobRef), jq_job_ref_cmp);
+		jq_dependencies_lock_each_queue(deps, n, JQ_PLAN_DEPENDENCIES_SHARE_IN,
+										SPI_OK_SELECT);
+		qsort(deps, n, sizeof(JqJobRef), jq_job_ref_id_cmp);
 		for (i = 0; i < n && !refused; i++)
 		{
 			if (deps[i].status == NULL ||

@@ -274,6 +274,23 @@ extern void jq_dependencies_resolve(const int64 *succeeded, int nsucceeded,
 									const int64 *failed, int nfailed,
 									List **woken, MemoryContext woken_cxt);
 extern int	jq_dependencies_resolve_deferred(const char *queue, int max_jobs);
+
+/*
+ * A job by queue and id, with what goes with it to a statement: the
+ * dependencies and their dependents on Citus (dependencies.c, outcome.c)
+ */
+typedef struct JqJobRef
+{
+	char	   *queue;
+	int64		id;
+	char	   *status;			/* NULL: not read, or no such job */
+	Datum		value;
+	bool		value_null;
+	int32		count;
+} JqJobRef;
+extern int	jq_job_ref_cmp(const void *a, const void *b);
+extern Datum jq_job_ref_ids(const JqJobRef *refs, int from, int to);
+extern int	jq_job_ref_run(const JqJobRef *refs, int from, int n);
 extern void jq_dependencies_note_waiting(const Datum *ids, int n);
 extern int	jq_dependencies_take_unsettled(int64 dep, int64 **ids);
 

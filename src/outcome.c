@@ -740,17 +740,8 @@ jq_dependencies_resolve(const int64 *succeeded, int nsucceeded,
 	SPI_processed = saved_processed;
 }
 
-/* A job by queue and id, for the resolution on Citus */
-typedef struct JqJobRef
-{
-	char	   *queue;
-	int64		id;
-	Datum		value;			/* what goes with it to its statement */
-	bool		value_null;
-	int32		count;
-} JqJobRef;
-
-static int
+/* By queue, then id: the order of statements and locks on Citus */
+int
 jq_job_ref_cmp(const void *a, const void *b)
 {
 	const JqJobRef *x = a;
@@ -761,7 +752,7 @@ jq_job_ref_cmp(const void *a, const void *b)
 }
 
 /* refs[from, to), one queue's: their ids as a bigint[] */
-static Datum
+Datum
 jq_job_ref_ids(const JqJobRef *refs, int from, int to)
 {
 	Datum	   *elems = palloc(sizeof(Datum) * Max(to - from, 1));
@@ -807,7 +798,7 @@ jq_job_ref_counts(const JqJobRef *refs, int from, int to)
 }
 
 /* The end of the run of refs[from] 's queue in refs[0, n) (sorted) */
-static int
+int
 jq_job_ref_run(const JqJobRef *refs, int from, int n)
 {
 	int			to = from + 1;
