@@ -1117,7 +1117,12 @@ DROP FUNCTION jobqueue.jq_job_1_3(bigint);
  *     the counts of each queue from one pass over its unfinished jobs,
  *     grouped by queue_name (run on each shard), joined to the queues
  *     afterwards.  The view of one server correlates a subquery per queue
- *     (LATERAL), which Citus does not plan over a reference table.
+ *     (LATERAL), which Citus does not plan over a reference table;
+ *   - jq_finished_count may run a distributed query inside the query of a
+ *     shard: queue_stats filtered by one queue is sent whole to that
+ *     queue's shard, with the function, whose read of the queue's jobs
+ *     Citus otherwise refuses there ("cannot execute a distributed query
+ *     from a query on a shard"); it is a read of that same queue.
  * DDL propagation is off: each node changes only its own copy (the shards
  * are made from the coordinator's definition).  Returns what it changed.
  * Nothing of this runs on plain PostgreSQL.
@@ -1255,6 +1260,14 @@ BEGIN
 				   GROUP BY j.queue_name, j.group_key) per_group
 			 GROUP BY per_group.queue_name) gs ON gs.queue_name = q.queue_name;
 		RETURN NEXT 'queue_stats: counts grouped by queue_name';
+	END IF;
+
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_proc p
+				   WHERE p.oid = 'jobqueue.jq_finished_count(text, jobqueue.job_status)'::pg_catalog.regprocedure
+					 AND 'citus.allow_nested_distributed_execution=on' = ANY (p.proconfig)) THEN
+		ALTER FUNCTION jobqueue.jq_finished_count(text, jobqueue.job_status)
+			SET citus.allow_nested_distributed_execution = on;
+		RETURN NEXT 'jq_finished_count: reads jobs within the query of a shard';
 	END IF;
 END
 $$;

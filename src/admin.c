@@ -538,7 +538,8 @@ jq_retry_dead(PG_FUNCTION_ARGS)
  * prepared now if the session has not claimed yet, and rebuilt first if
  * the plan cache would rebuild it at the next claim.  Nothing is claimed:
  * the plan is only started for EXPLAIN.  n is checked as jq_claim checks
- * it; the generic plan does not depend on it (its $2).
+ * it; the generic plan does not depend on it (its $2).  On Citus the plan
+ * against the queue's shard, on the queue's node only (localshard.c).
  */
 Datum
 jq_explain_claim(PG_FUNCTION_ARGS)
@@ -557,16 +558,23 @@ jq_explain_claim(PG_FUNCTION_ARGS)
 	tupstore = jq_srf_init(fcinfo, &tupdesc);
 
 	jq_spi_connect();
-	if (jq_distributed_mode())
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("jq_explain_claim() is not supported on a Citus cluster"),
-				 errdetail("On Citus a claim is planned at each call, with the values of its arguments; there is no kept plan to show."),
-				 errhint("Log the claim's plan with auto_explain (log_nested_statements) on the queue's node, jq_queue_node(queue_name).")));
 	jq_require_queue(queue_name);
-
 	plan = jq_claim_plan_of(queue_name);
-	cplan = SPI_plan_get_cached_plan(jq_plan(plan));
+	if (jq_distributed_mode())
+	{
+		/* on the queue's node the claim keeps a plan against its shard */
+		SPIPlanPtr	local = jq_local_shard_plan(plan, CStringGetTextDatum(queue_name));
+
+		if (local == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("jq_explain_claim() is supported on a Citus cluster only on the node of the queue"),
+					 errdetail("Elsewhere a claim is planned at each call, with the values of its arguments; there is no kept plan to show."),
+					 errhint("Call it outside a transaction block, so that it runs on the queue's node, or connect to jq_queue_node(queue_name).")));
+		cplan = SPI_plan_get_cached_plan(local);
+	}
+	else
+		cplan = SPI_plan_get_cached_plan(jq_plan(plan));
 	if (cplan == NULL)
 		elog(ERROR, "jobqueue statement \"%s\" has no plan", jq_plan_name(plan));
 

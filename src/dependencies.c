@@ -76,7 +76,6 @@
 #include "utils/rel.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
@@ -164,29 +163,11 @@ jq_raise_unknown_dependency(int64 id)
 }
 
 /*
- * Citus: run plan, a read of every shard, over one connection per node
- * (citus.max_adaptive_executor_pool_size = 1 for the statement): its
- * tasks are an index probe each, for which Citus would otherwise open up
- * to that many connections per node (16 by default), anew at each call
- * of a delegated function: tens of milliseconds.
- */
-static void
-jq_execute_every_shard(JqPlanId plan, Datum *values, const char *nulls)
-{
-	int			guc_nestlevel = NewGUCNestLevel();
-
-	(void) set_config_option("citus.max_adaptive_executor_pool_size", "1",
-							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
-							 true, 0, false);
-	jq_execute(plan, values, nulls, SPI_OK_SELECT);
-	AtEOXact_GUC(true, guc_nestlevel);
-}
-
-/*
  * Citus: the queue of each of the n dependencies ids[] (sorted, distinct;
- * depends_on is the same as a bigint[]), read in queue first, then on
- * every shard if some are elsewhere.  An unknown one is an error.  Returns
- * them by queue, then id.
+ * depends_on is the same as a bigint[]), read in queue first; those
+ * elsewhere in the queues where they most likely are (jq_queues_of_ids),
+ * then in every queue, then on every shard (a job of no queue).  An
+ * unknown one is an error.  Returns them by queue, then id.
  */
 static JqJobRef *
 jq_dependencies_find(Datum depends_on, const int64 *ids, int n, Datum queue)
@@ -202,10 +183,16 @@ jq_dependencies_find(Datum depends_on, const int64 *ids, int n, Datum queue)
 	values[0] = depends_on;
 	values[1] = queue;
 	jq_execute(JQ_PLAN_DEPENDENCIES_FIND, values, nulls, SPI_OK_SELECT);
+	/* the queues on the nodes that drew the ids, every queue, every shard */
+	for (int pass = 0; pass < 2 && SPI_processed < (uint64) n; pass++)
+	{
+		values[1] = jq_queues_of_ids(ids, pass == 0 ? n : 0);
+		jq_execute_multi_shard(JQ_PLAN_DEPENDENCIES_FIND_IN, values, NULL);
+	}
 	if (SPI_processed < (uint64) n)
 	{
 		nulls[1] = JQ_ISNULL;
-		jq_execute_every_shard(JQ_PLAN_DEPENDENCIES_FIND, values, nulls);
+		jq_execute_multi_shard(JQ_PLAN_DEPENDENCIES_FIND, values, nulls);
 	}
 	found = SPI_processed;
 	for (i = 0; i < found; i++)
@@ -667,7 +654,7 @@ jq_retry_check_dependencies(int64 job_id, Datum queue, bool queue_null)
 		int			i;
 
 		values[1] = queue;
-		jq_execute_every_shard(JQ_PLAN_JOB_DEPENDENCIES, values, NULL);
+		jq_execute_multi_shard(JQ_PLAN_JOB_DEPENDENCIES, values, NULL);
 		n = (int) SPI_processed;
 		deps = palloc0(sizeof(JqJobRef) * Max(n, 1));
 		for (i = 0; i < n; i++)
@@ -716,7 +703,7 @@ jq_job_dependencies(Datum job_id, Datum queue)
 
 	values[0] = job_id;
 	values[1] = queue;
-	jq_execute_every_shard(JQ_PLAN_JOB_DEPENDENCIES, values, NULL);
+	jq_execute_multi_shard(JQ_PLAN_JOB_DEPENDENCIES, values, NULL);
 	elems = palloc(sizeof(Datum) * Max(SPI_processed, 1));
 	for (i = 0; i < SPI_processed; i++)
 		elems[i] = jq_result(i, 2);

@@ -55,6 +55,7 @@ extern int	jq_error_history;
 extern Datum jq_replay_entry(TimestampTz at, Datum by);
 extern Datum jq_call_queue(const char *queue_name, int64 id, char *isnull);
 extern Datum jq_call_queue_or_any(const char *queue_name, int64 id, char *isnull);
+extern Datum jq_queues_of_ids(const int64 *ids, int n);
 extern char *jq_arg_call_queue(FunctionCallInfo fcinfo, bool queue_first);
 extern Datum jq_attempt_entry(TimestampTz at, Datum code, Datum message,
 							  bool message_null, bool retryable, Datum detail,
@@ -176,19 +177,33 @@ typedef enum JqPlanId
 	JQ_PLAN_DEPENDENCIES_SHARE_IN,
 	JQ_PLAN_PURGE_WAITERS,
 	JQ_PLAN_DEPENDENCIES_DROP_OF,
+	JQ_PLAN_QUEUE_GROUPS,
+	JQ_PLAN_JOB_QUEUE_IN,
+	JQ_PLAN_DEPENDENCIES_FIND_IN,
 	JQ_NUM_PLANS
 } JqPlanId;
 
 extern SPIPlanPtr jq_plan(JqPlanId id);
+extern SPIPlanPtr jq_plan_prepare(JqPlanId id, const char *sql, bool custom);
+extern void jq_plans_check(void);
+extern int	jq_plan_queue_param(JqPlanId id);
+extern const char *jq_plan_local_sql(JqPlanId id);
+extern uint64 jq_plans_generation;
 extern const char *jq_plan_sql(JqPlanId id);
 extern const char *jq_plan_name(JqPlanId id);
 extern bool jq_plan_read_only(JqPlanId id);
 extern bool jq_plan_takes_queue_row(JqPlanId id);
 extern bool jq_distributed_mode(void);
+extern Oid	jq_distributed_jobs(void);
 extern void jq_plans_reset(void);
 extern void jq_plans_check_mode(void);
 extern double jq_epoch_seconds(TimestampTz t);
 extern double jq_jitter(void);
+
+/* Statements against a queue's shards on this node, on Citus (localshard.c) */
+extern SPIPlanPtr jq_local_shard_plan(JqPlanId id, Datum queue);
+extern bool jq_local_shard_job_queue(int64 id, Datum *queue);
+extern uint64 jq_local_shard_metadata_epoch(void);
 
 /* Statement execution and result access (spi.c) */
 #define JQ_NOTNULL ' '
@@ -197,6 +212,7 @@ extern void jq_spi_connect(void);
 extern void jq_spi_finish(void);
 extern void jq_execute(JqPlanId id, Datum *values, const char *nulls,
 					   int rc_expected);
+extern void jq_execute_multi_shard(JqPlanId id, Datum *values, const char *nulls);
 /* the most parameters of a statement that takes the queue's row (plans.c) */
 #define JQ_QUEUE_ROW_MAX_ARGS 8
 extern void jq_execute_queue(JqPlanId id, Datum *values, const char *nulls,
@@ -345,6 +361,8 @@ extern void jq_ordering_set_policy(FunctionCallInfo fcinfo, int argno,
 extern int64 jq_groups_repair(const char *queue_name);
 #define JQ_AGED_PRIORITY_LIMIT	1000
 extern void jq_check_aged_priority(const char *queue_name, int32 priority);
+
+extern Datum jq_queues_on_groups(const int32 *groups, int n);
 
 /* The per-backend cache of queue settings (queuecache.c) */
 typedef struct JqQueueSettings

@@ -295,11 +295,15 @@ jq_arg_call_queue(FunctionCallInfo fcinfo, bool queue_first)
  * shard alone).  A queue-first call names it (queue_name): it must exist
  * (an error otherwise); a job of another queue is then simply not found,
  * and the call is refused as a fenced one is.  A call by id alone
- * (queue_name NULL) reads the job's queue first (JQ_PLAN_JOB_QUEUE); no
+ * (queue_name NULL) reads the job's queue first: on Citus where it most
+ * likely is (jq_job_queue_distributed), then from every shard
+ * (JQ_PLAN_JOB_QUEUE); no
  * such job: *isnull = JQ_ISNULL, and the statement run with NULL finds
  * nothing, as it would for an unknown id.  Must be called while connected
  * to SPI; replaces SPI_tuptable.
  */
+static bool jq_job_queue_distributed(int64 id, Datum *queue);
+
 Datum
 jq_call_queue(const char *queue_name, int64 id, char *isnull)
 {
@@ -312,6 +316,13 @@ jq_call_queue(const char *queue_name, int64 id, char *isnull)
 			jq_raise_unknown_queue(queue_name);
 		return CStringGetTextDatum(queue_name);
 	}
+	if (jq_distributed_mode())
+	{
+		Datum		queue;
+
+		if (jq_job_queue_distributed(id, &queue))
+			return queue;
+	}
 	jq_execute(JQ_PLAN_JOB_QUEUE, &value, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 	{
@@ -319,6 +330,51 @@ jq_call_queue(const char *queue_name, int64 id, char *isnull)
 		return (Datum) 0;
 	}
 	return CStringGetTextDatum(jq_result_name(0, 1));
+}
+
+/*
+ * Citus: the names of the queues, as a text[] Datum, whose shards most
+ * likely hold jobs ids[0..n-1]: the queues placed on the node groups whose
+ * id ranges drew them (jq_distribute() gives group g the ids from
+ * g * 2^48 + 1 on, and a delegated enqueue draws its id on the queue's
+ * node); with n = 0, every queue.  May replace SPI_tuptable.
+ */
+Datum
+jq_queues_of_ids(const int64 *ids, int n)
+{
+	int32	   *groups = palloc(sizeof(int32) * Max(n, 1));
+
+	for (int i = 0; i < n; i++)
+		groups[i] = (int32) ((ids[i] - 1) >> 48);
+	return jq_queues_on_groups(groups, n);
+}
+
+/*
+ * Citus: the queue of job id, read where it most likely is: in the shards
+ * on this node (localshard.c), then in the queues on the node that drew
+ * the id, then in every queue, each a read of those queues' shards only.
+ * false when none has it: the caller reads every shard (a job of no
+ * queue, written by hand, or none).
+ */
+static bool
+jq_job_queue_distributed(int64 id, Datum *queue)
+{
+	Datum		values[2];
+
+	if (jq_local_shard_job_queue(id, queue))
+		return true;
+	values[0] = Int64GetDatum(id);
+	for (int pass = 0; pass < 2; pass++)
+	{
+		values[1] = jq_queues_of_ids(&id, pass == 0 ? 1 : 0);
+		jq_execute_multi_shard(JQ_PLAN_JOB_QUEUE_IN, values, NULL);
+		if (SPI_processed > 0)
+		{
+			*queue = CStringGetTextDatum(jq_result_name(0, 1));
+			return true;
+		}
+	}
+	return false;
 }
 
 /*

@@ -64,7 +64,10 @@
  * the kept generic plan where Citus's fast-path router prunes by the
  * parameter (one table, queue_name = $n), a custom plan per call where the
  * value must be seen (CTEs, joins, subqueries), and the statements of the
- * worker, which runs on each node against its own shards.
+ * worker, which runs on each node against its own shards.  On the node
+ * that holds the queue's shard, a statement marked with its queue's
+ * parameter (queue_param) runs against the shard itself, with a kept
+ * generic plan (localshard.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -805,13 +808,46 @@
  * after the lock on jobs that jq_drop_queue and a change of the group
  * policy wait for (jq_enqueue_values in lifecycle.c).
  */
-#define JQ_ENQUEUE_GROUPED_SQL(CONFLICT) \
+#define JQ_ENQUEUE_GROUPED_SQL(CONFLICT) JQ_ENQUEUE_GROUPED_ID_SQL("", "", CONFLICT)
+#define JQ_ENQUEUE_GROUPED_ID_SQL(ID_COLUMN, ID_VALUE, CONFLICT) \
 	"INSERT INTO jobqueue.jobs AS j " \
-	"  (queue_name, payload, priority, available_at, max_attempts, idempotency_key, " \
-	"   group_key) " \
-	"VALUES ($1, $2, $3, COALESCE($4, $7), $5, $6, $8) " \
+	"  (" ID_COLUMN "queue_name, payload, priority, available_at, max_attempts, " \
+	"   idempotency_key, group_key) " \
+	"VALUES (" ID_VALUE "$1, $2, $3, COALESCE($4, $7), $5, $6, $8) " \
 	CONFLICT \
 	"RETURNING " JQ_OUTCOME_SQL("$7", "$9", "false") ", j.id"
+
+/*
+ * The id of a job inserted into a shard of jobs (local_sql), which has no
+ * identity of its own: drawn from jobs's sequence, as Citus does for an
+ * INSERT into jobs on this node (each node has its own range, jq_distribute).
+ */
+#define JQ_ID_COLUMN_SQL "id, "
+#define JQ_NEXT_ID_VALUE_SQL "pg_catalog.nextval('jobqueue.jobs_id_seq'::pg_catalog.regclass)"
+#define JQ_NEXT_ID_SQL JQ_NEXT_ID_VALUE_SQL ", "
+
+/*
+ * The INSERT of JQ_PLAN_ENQUEUE_DEPENDENT_ONE (ID_COLUMN, ID_VALUE: the id,
+ * for a shard, as JQ_ENQUEUE_GROUPED_ID_SQL)
+ */
+#define JQ_ENQUEUE_DEPENDENT_ONE_SQL(ID_COLUMN, ID_VALUE) \
+	"INSERT INTO jobqueue.jobs AS j " \
+	"  (" ID_COLUMN "queue_name, payload, priority, available_at, max_attempts, " \
+	"   idempotency_key, status, dependencies_left, finished_at, " \
+	"   last_error_code, errors, group_key) " \
+	"VALUES (" ID_VALUE "$1, $2, $3, COALESCE($4, $7), $5, $6, " \
+	"  CASE WHEN $9::bigint IS NOT NULL THEN 'cancelled' " \
+	"       WHEN pg_catalog.cardinality($8) > 0 THEN 'waiting' " \
+	"       ELSE 'pending' END::jobqueue.job_status, " \
+	"  pg_catalog.cardinality($8), " \
+	"  CASE WHEN $9::bigint IS NOT NULL THEN $7 END, " \
+	"  CASE WHEN $9::bigint IS NOT NULL THEN '" JQ_DEPENDENCY_FAILED_CODE "' END, " \
+	"  CASE WHEN $9::bigint IS NOT NULL THEN pg_catalog.jsonb_build_array(" \
+	"    " JQ_DEPENDENCY_ENTRY_SQL("$7", "$9", "$10") ") " \
+	"       ELSE '[]'::jsonb END, " \
+	"  $11) " \
+	JQ_ENQUEUE_KEY_CONFLICT_SQL \
+	"RETURNING " JQ_OUTCOME_SQL("$7", "$12", JQ_NOTIFY_FINISHED_SQL("$13"))
 
 /* The ON CONFLICT clause of an enqueue with an idempotency key */
 #define JQ_ENQUEUE_KEY_CONFLICT_SQL \
@@ -847,11 +883,12 @@
  * with the job's deadline $9 and declared cost $10; $11 is the queue's
  * notify (JQ_ENQUEUE_GROUPED_SQL's $9).
  */
-#define JQ_ENQUEUE_CONTROLLED_SQL(CONFLICT) \
+#define JQ_ENQUEUE_CONTROLLED_SQL(CONFLICT) JQ_ENQUEUE_CONTROLLED_ID_SQL("", "", CONFLICT)
+#define JQ_ENQUEUE_CONTROLLED_ID_SQL(ID_COLUMN, ID_VALUE, CONFLICT) \
 	"INSERT INTO jobqueue.jobs AS j " \
-	"  (queue_name, payload, priority, available_at, max_attempts, idempotency_key, " \
-	"   group_key, start_by, cost) " \
-	"VALUES ($1, $2, $3, COALESCE($4, $7), $5, $6, $8, $9, $10) " \
+	"  (" ID_COLUMN "queue_name, payload, priority, available_at, max_attempts, " \
+	"   idempotency_key, group_key, start_by, cost) " \
+	"VALUES (" ID_VALUE "$1, $2, $3, COALESCE($4, $7), $5, $6, $8, $9, $10) " \
 	CONFLICT \
 	"RETURNING " JQ_OUTCOME_SQL("$7", "$11", "false") ", j.id"
 
@@ -1079,7 +1116,19 @@ typedef struct JqPlanSpec
 	JqDistPlan	dist;			/* its plan in distributed mode */
 	const char *dist_sql;		/* its text there, when not sql */
 	bool		dist_queue_row; /* there, the queue's row as a last parameter */
+	int			queue_param;	/* see below */
+	const char *local_sql;		/* its text against the shards, when not dist_sql */
 } JqPlanSpec;
+
+/*
+ * queue_param: the parameter ($n) naming the one queue whose rows the
+ * statement reads and writes, of jobqueue.jobs and the tables colocated
+ * with it, besides reading jobqueue.queues; no other table, and no
+ * function that reads one.  On Citus such a statement may run against the
+ * queue's shards on this node instead (localshard.c), with its text there
+ * (dist_sql) or local_sql: an INSERT into jobs names the id, since a shard
+ * has no identity column.  0: not such a statement.
+ */
 
 static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	/*
@@ -1105,7 +1154,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"SELECT j.id FROM jobqueue.jobs j "
 		"WHERE j.queue_name = $1 AND j.idempotency_key = $2",
 		2, {TEXTOID, TEXTOID},
-		.name = "enqueue existing"
+		.name = "enqueue existing", .queue_param = 1
 	},
 	/*
 	 * JQ_PLAN_ENQUEUE_MANY: $1 queue, $2 payloads, $3 priority, $4 run_at,
@@ -1128,7 +1177,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	[JQ_PLAN_QUEUE_EXISTS] = {
 		"SELECT q.paused, q.notify FROM jobqueue.queues q WHERE q.queue_name = $1",
 		1, {TEXTOID},
-		.name = "queue exists", .read_only = true
+		.name = "queue exists", .queue_param = 1, .read_only = true
 	},
 	/*
 	 * JQ_PLAN_CLAIM: $1 queue, $2 n, $3 owner, $4 lease, $5 now.
@@ -1168,13 +1217,13 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	[JQ_PLAN_COMPLETE_KEEP] = {
 		JQ_COMPLETE_KEEP_SQL(JQ_ANY_QUEUE_SQL("$7")),
 		7, {INT8OID, INT8OID, TIMESTAMPTZOID, JSONBOID, TEXTARRAYOID, TEXTARRAYOID, TEXTOID},
-		.name = "complete keep", .dist = JQ_DIST_GENERIC,
+		.name = "complete keep", .queue_param = 7, .dist = JQ_DIST_GENERIC,
 		.dist_sql = JQ_COMPLETE_KEEP_SQL("$7")
 	},
 	[JQ_PLAN_COMPLETE_DELETE] = {
 		JQ_COMPLETE_DELETE_SQL(JQ_ANY_QUEUE_SQL("$7")),
 		7, {INT8OID, INT8OID, TIMESTAMPTZOID, JSONBOID, TEXTARRAYOID, TEXTARRAYOID, TEXTOID},
-		.name = "complete delete",
+		.name = "complete delete", .queue_param = 7,
 		.dist_sql = JQ_COMPLETE_DELETE_SQL("$7")
 	},
 	/*
@@ -1191,14 +1240,14 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		JQ_COMPLETE_MANY_KEEP_SQL(JQ_ANY_QUEUE_SQL("$7")),
 		7, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, JSONBARRAYOID, TEXTARRAYOID,
 		TEXTARRAYOID, TEXTOID},
-		.name = "complete many keep",
+		.name = "complete many keep", .queue_param = 7,
 		.dist_sql = JQ_COMPLETE_MANY_KEEP_SQL("$7")
 	},
 	[JQ_PLAN_COMPLETE_MANY_DELETE] = {
 		JQ_COMPLETE_MANY_DELETE_SQL(JQ_ANY_QUEUE_SQL("$7")),
 		7, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, JSONBARRAYOID, TEXTARRAYOID,
 		TEXTARRAYOID, TEXTOID},
-		.name = "complete many delete",
+		.name = "complete many delete", .queue_param = 7,
 		.dist_sql = JQ_COMPLETE_MANY_DELETE_SQL("$7")
 	},
 	/*
@@ -1209,7 +1258,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	[JQ_PLAN_COMPLETE_REFUSED] = {
 		JQ_COMPLETE_REFUSED_SQL(JQ_ANY_QUEUE_SQL("$2")),
 		2, {INT8OID, TEXTOID},
-		.name = "complete refused", .read_only = true, .dist = JQ_DIST_GENERIC,
+		.name = "complete refused", .queue_param = 2, .read_only = true, .dist = JQ_DIST_GENERIC,
 		.dist_sql = JQ_COMPLETE_REFUSED_SQL("$2")
 	},
 	/*
@@ -1227,7 +1276,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"  LEFT JOIN jobqueue.jobs j ON j.id = r.id "
 		"    AND ($3::text IS NULL OR j.queue_name = $3)",
 		3, {INT8ARRAYOID, INT8ARRAYOID, TEXTOID},
-		.name = "complete many refused", .read_only = true
+		.name = "complete many refused", .queue_param = 3, .read_only = true
 	},
 	/*
 	 * JQ_PLAN_FAIL: $1 id, $2 token, $3 error code, $4 the history entry
@@ -1243,7 +1292,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		JQ_FAIL_SQL("j.queue_name", JQ_ANY_QUEUE_SQL("$11")),
 		11, {INT8OID, INT8OID, TEXTOID, JSONBOID, BOOLOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
 		INT4OID, FLOAT8OID, FLOAT8OID, TEXTOID},
-		.name = "fail",
+		.name = "fail", .queue_param = 11,
 		.dist_sql = JQ_FAIL_SQL("$11", "$11")
 	},
 	/*
@@ -1270,7 +1319,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"  AND NOT EXISTS (SELECT FROM u)",
 		7, {INT8OID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID,
 		FLOAT8OID},
-		.name = "heartbeat"
+		.name = "heartbeat", .queue_param = 5
 	},
 	/*
 	 * JQ_PLAN_RELEASE: $1 id, $2 token, $3 ready at (now + delay, computed
@@ -1283,7 +1332,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	[JQ_PLAN_RELEASE] = {
 		JQ_RELEASE_SQL("COALESCE($5, o.queue_name)", JQ_ANY_QUEUE_SQL("$5")),
 		5, {INT8OID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID},
-		.name = "release",
+		.name = "release", .queue_param = 5,
 		.dist_sql = JQ_RELEASE_SQL("$5", "$5")
 	},
 	/*
@@ -1300,7 +1349,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"  AND j.status NOT IN ('succeeded', 'dead', 'cancelled') "
 		"RETURNING " JQ_OUTCOME_SQL("$2", "false", JQ_QUEUE_NOTIFY_FINISHED_SQL),
 		3, {INT8OID, TIMESTAMPTZOID, TEXTOID},
-		.name = "cancel"
+		.name = "cancel", .queue_param = 3
 	},
 	/*
 	 * JQ_PLAN_RETRY: $1 id, $2 run_at, $3 now, $4 user, $5 history length,
@@ -1314,7 +1363,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"RETURNING " JQ_OUTCOME_SQL("$3", JQ_QUEUE_NOTIFY_SQL, "false"),
 		9, {INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, INT4OID, TEXTOID, TEXTOID,
 		TEXTOID, JSONBOID},
-		.name = "retry",
+		.name = "retry", .queue_param = 6,
 		.dist_sql =
 		"UPDATE jobqueue.jobs j SET "
 		JQ_REPLAY_PLUS_SQL("COALESCE($2, $3)", "$9", "$5", "$7", "$8", JQ_TS_PLUS_EPOCH_SQL)
@@ -1507,7 +1556,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"WHERE " JQ_LEASE_HELD_SQL("$5", "$1", "$2", "$4") " "
 		"RETURNING " JQ_OUTCOME_SQL("$4", "false", "false"),
 		5, {INT8OID, INT8OID, JSONBOID, TIMESTAMPTZOID, TEXTOID},
-		.name = "progress", .dist = JQ_DIST_GENERIC
+		.name = "progress", .queue_param = 5, .dist = JQ_DIST_GENERIC
 	},
 	/*
 	 * JQ_PLAN_JOB: $1 id, $2 its queue.  The columns of jq_job(), in its order.  When
@@ -1518,7 +1567,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		JQ_JOB_SQL("ARRAY(SELECT d.depends_on FROM jobqueue.job_dependencies d "
 				   "WHERE d.job_id = j.id ORDER BY d.depends_on)"),
 		2, {INT8OID, TEXTOID},
-		.name = "job", .read_only = true,
+		.name = "job", .queue_param = 2, .read_only = true,
 		/*
 		 * the rows are on the dependencies' shards: an empty array says
 		 * there are some, and jq_job reads them (JQ_PLAN_JOB_DEPENDENCIES)
@@ -1708,12 +1757,12 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * idempotency key.  Outcome, then the id.
 	 */
 	[JQ_PLAN_ENQUEUE_GROUPED] = {
-		JQ_ENQUEUE_GROUPED_SQL(
-			"ON CONFLICT (queue_name, idempotency_key) WHERE idempotency_key IS NOT NULL "
-			"DO NOTHING "),
+		JQ_ENQUEUE_GROUPED_SQL(JQ_ENQUEUE_KEY_CONFLICT_SQL),
 		9, {TEXTOID, JSONBOID, INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TEXTOID,
 		BOOLOID},
-		.name = "enqueue grouped", .dist = JQ_DIST_GENERIC
+		.name = "enqueue grouped", .queue_param = 1, .dist = JQ_DIST_GENERIC,
+		.local_sql = JQ_ENQUEUE_GROUPED_ID_SQL(JQ_ID_COLUMN_SQL, JQ_NEXT_ID_SQL,
+											   JQ_ENQUEUE_KEY_CONFLICT_SQL)
 	},
 	/*
 	 * JQ_PLAN_ENQUEUE_UNKEYED: JQ_ENQUEUE_GROUPED_SQL for a job without an
@@ -1725,7 +1774,8 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		JQ_ENQUEUE_GROUPED_SQL(""),
 		9, {TEXTOID, JSONBOID, INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TEXTOID,
 		BOOLOID},
-		.name = "enqueue unkeyed", .dist = JQ_DIST_GENERIC
+		.name = "enqueue unkeyed", .queue_param = 1, .dist = JQ_DIST_GENERIC,
+		.local_sql = JQ_ENQUEUE_GROUPED_ID_SQL(JQ_ID_COLUMN_SQL, JQ_NEXT_ID_SQL, "")
 	},
 	/*
 	 * JQ_PLAN_ENQUEUE_MANY_GROUPED: $1 queue, $2 payloads, $3 priority, $4 run_at,
@@ -1736,8 +1786,10 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	[JQ_PLAN_ENQUEUE_MANY_GROUPED] = {
 		JQ_ENQUEUE_MANY_GROUPED_SQL(JQ_INSERT_SQL),
 		6, {TEXTOID, JSONBARRAYOID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTARRAYOID},
-		.name = "enqueue many grouped",
-		.dist_sql = JQ_ENQUEUE_MANY_GROUPED_SQL(JQ_DIST_INSERT_SQL)
+		.name = "enqueue many grouped", .queue_param = 1,
+		.dist_sql = JQ_ENQUEUE_MANY_GROUPED_SQL(JQ_DIST_INSERT_SQL),
+		.local_sql = JQ_ENQUEUE_MANY_GROUPED_COLS_SQL(JQ_INSERT_SQL, ", id",
+													  ", " JQ_NEXT_ID_VALUE_SQL)
 	},	/*
 	 * JQ_PLAN_CLAIM_PLAIN: $1 queue, $2 n, $3 owner, $4 lease expiry, $5 now.
 	 *
@@ -1762,7 +1814,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"          j.lease_expires_at, j.available_at, " JQ_CLAIM_TRACE_SQL("j") ", "
 		"          j.priority",
 		5, {TEXTOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID},
-		.name = "claim plain"
+		.name = "claim plain", .queue_param = 1
 	},
 	/*
 	 * JQ_PLAN_QUEUE_SETTINGS: $1 queue.  What a claim and an enqueue need
@@ -1782,7 +1834,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"q.fairness = 'fair_share', pg_catalog.date_part('epoch', q.fair_share_half_life) "
 		"FROM jobqueue.queues q WHERE q.queue_name = $1",
 		1, {TEXTOID},
-		.name = "queue settings", .read_only = true
+		.name = "queue settings", .queue_param = 1, .read_only = true
 	},
 	/*
 	 * JQ_PLAN_CLAIM_AGED: $1 queue, $2 n, $3 owner, $4 lease expiry, $5 now; the
@@ -1830,7 +1882,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"       u.available_at, " JQ_CLAIM_TRACE_SQL("u") " "
 		"FROM u JOIN c ON c.id = u.id ORDER BY c.eff DESC, c.available_at, c.id",
 		5, {TEXTOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID},
-		.name = "claim aged", .dist_queue_row = true
+		.name = "claim aged", .queue_param = 1, .dist_queue_row = true
 	},
 	/*
 	 * JQ_PLAN_CLAIM_GROUPS: $1 queue, $2 n, $3 owner, $4 lease expiry, $5 now, $6
@@ -1901,7 +1953,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"      FOR NO KEY UPDATE OF j SKIP LOCKED), "
 		JQ_GROUP_LEASE_RATED_SQL("SELECT l.id FROM l", "$7"),
 		7, {TEXTOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, FLOAT8OID},
-		.name = "claim groups", .dist_queue_row = true
+		.name = "claim groups", .queue_param = 1, .dist_queue_row = true
 	},
 	/*
 	 * JQ_PLAN_CLAIM_FAIR: $1 queue, $2 n, $3 owner, $4 lease expiry, $5 now, $6 now
@@ -1967,7 +2019,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"      FOR NO KEY UPDATE OF j SKIP LOCKED), "
 		JQ_GROUP_LEASE_RATED_SQL("SELECT l.id FROM l", "$6"),
 		6, {TEXTOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, FLOAT8OID},
-		.name = "claim fair", .dist_queue_row = true
+		.name = "claim fair", .queue_param = 1, .dist_queue_row = true
 	},
 	/*
 	 * JQ_PLAN_CLAIM_GROUPS_DEADLINE: $1 queue, $2 n, $3 owner, $4 lease
@@ -2027,7 +2079,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"      FOR NO KEY UPDATE OF j SKIP LOCKED), "
 		JQ_GROUP_LEASE_RATED_SQL("SELECT l.id FROM l", "$6"),
 		6, {TEXTOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, FLOAT8OID},
-		.name = "claim groups deadline", .dist_queue_row = true
+		.name = "claim groups deadline", .queue_param = 1, .dist_queue_row = true
 	},
 	/*
 	 * JQ_PLAN_CLAIM_ORDERED: $1 queue, $2 n, $3 owner, $4 lease expiry, $5 now, $6
@@ -2088,7 +2140,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		JQ_GROUP_LEASE_SQL("SELECT c.id FROM c WHERE c.group_key <> '' "
 						   "UNION ALL SELECT l.id FROM l"),
 		6, {TEXTOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID},
-		.name = "claim ordered", .dist_queue_row = true
+		.name = "claim ordered", .queue_param = 1, .dist_queue_row = true
 	},
 	/*
 	 * JQ_PLAN_GROUP_COUNT: $1 queue, $2 group, $3 change of its running
@@ -2528,7 +2580,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"SELECT q.rate_limit, q.rate_burst FROM jobqueue.queues q "
 		"WHERE q.queue_name = $1",
 		1, {TEXTOID},
-		.name = "queue rate", .read_only = true
+		.name = "queue rate", .queue_param = 1, .read_only = true
 	},
 
 	/*------------------------------------------------------------------
@@ -2546,7 +2598,8 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		JQ_ENQUEUE_CONTROLLED_SQL(""),
 		11, {TEXTOID, JSONBOID, INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TEXTOID,
 		TIMESTAMPTZOID, FLOAT8OID, BOOLOID},
-		.name = "enqueue controlled", .dist = JQ_DIST_GENERIC
+		.name = "enqueue controlled", .queue_param = 1, .dist = JQ_DIST_GENERIC,
+		.local_sql = JQ_ENQUEUE_CONTROLLED_ID_SQL(JQ_ID_COLUMN_SQL, JQ_NEXT_ID_SQL, "")
 	},
 	/*
 	 * JQ_PLAN_ENQUEUE_CONTROLLED_KEYED: JQ_PLAN_ENQUEUE_CONTROLLED with an
@@ -2556,7 +2609,9 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		JQ_ENQUEUE_CONTROLLED_SQL(JQ_ENQUEUE_KEY_CONFLICT_SQL),
 		11, {TEXTOID, JSONBOID, INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TEXTOID,
 		TIMESTAMPTZOID, FLOAT8OID, BOOLOID},
-		.name = "enqueue controlled keyed", .dist = JQ_DIST_GENERIC
+		.name = "enqueue controlled keyed", .queue_param = 1, .dist = JQ_DIST_GENERIC,
+		.local_sql = JQ_ENQUEUE_CONTROLLED_ID_SQL(JQ_ID_COLUMN_SQL, JQ_NEXT_ID_SQL,
+												  JQ_ENQUEUE_KEY_CONFLICT_SQL)
 	},
 	/*
 	 * JQ_PLAN_ENQUEUE_DEBOUNCED: $1 queue, $2 payload, $3 priority, $4
@@ -2606,8 +2661,10 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		JQ_ENQUEUE_MANY_GROUPED_COLS_SQL(JQ_INSERT_SQL, ", start_by, cost", ", $7, $8"),
 		8, {TEXTOID, JSONBARRAYOID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTARRAYOID,
 		TIMESTAMPTZOID, FLOAT8OID},
-		.name = "enqueue many controlled",
-		.dist_sql = JQ_ENQUEUE_MANY_GROUPED_COLS_SQL(JQ_DIST_INSERT_SQL, ", start_by, cost", ", $7, $8")
+		.name = "enqueue many controlled", .queue_param = 1,
+		.dist_sql = JQ_ENQUEUE_MANY_GROUPED_COLS_SQL(JQ_DIST_INSERT_SQL, ", start_by, cost", ", $7, $8"),
+		.local_sql = JQ_ENQUEUE_MANY_GROUPED_COLS_SQL(JQ_INSERT_SQL, ", start_by, cost, id",
+													  ", $7, $8, " JQ_NEXT_ID_VALUE_SQL)
 	},
 	/*
 	 * JQ_PLAN_EXPIRE_QUEUE: $1 queue, $2 now, $3 max jobs.  The pending jobs
@@ -2624,7 +2681,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"WHERE j.queue_name = $1 AND j.id = ANY (ARRAY(SELECT c.id FROM c)) "
 		"RETURNING " JQ_OUTCOME_SQL("$2", "false", JQ_QUEUE_NOTIFY_FINISHED_SQL),
 		3, {TEXTOID, TIMESTAMPTZOID, INT4OID},
-		.name = "expire queue", .dist_queue_row = true
+		.name = "expire queue", .queue_param = 1, .dist_queue_row = true
 	},
 	/*
 	 * JQ_PLAN_EXPIRE_DUE: $1 now, $2 max jobs; JQ_PLAN_EXPIRE_QUEUE for
@@ -2673,7 +2730,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"          j.lease_expires_at, j.available_at, " JQ_CLAIM_TRACE_SQL("j") ", "
 		"          j.priority, j.start_by",
 		5, {TEXTOID, INT4OID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID},
-		.name = "claim deadline"
+		.name = "claim deadline", .queue_param = 1
 	},
 	/*
 	 * JQ_PLAN_ADMIT_ADD: $1 queue, $2 group (NULL: the queue), $3 new jobs.
@@ -2824,7 +2881,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		JQ_FAILED_OUTCOME_SQL,
 		8, {INT4OID, TIMESTAMPTZOID, INT4OID, INT8ARRAYOID, TEXTOID, FLOAT8OID, INT8OID,
 		JSONBOID},
-		.name = "reap queue"
+		.name = "reap queue", .queue_param = 5
 	},
 	/*
 	 * JQ_PLAN_ROTATION_UPDATE (Citus only): $1 queue, $2 the last group
@@ -2862,7 +2919,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	[JQ_PLAN_QUEUE_ROW] = {
 		"SELECT q::pg_catalog.text FROM jobqueue.queues q WHERE q.queue_name = $1",
 		1, {TEXTOID},
-		.name = "queue row"
+		.name = "queue row", .queue_param = 1
 	},
 	/*
 	 * JQ_PLAN_READY_QUEUE (Citus only): $1 after, $2 up to, $3 queue.
@@ -2887,7 +2944,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"    ORDER BY j.available_at DESC LIMIT 1)) "
 		"FROM p WHERE p.priority IS NOT NULL",
 		3, {TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID},
-		.name = "ready queue", .read_only = true
+		.name = "ready queue", .queue_param = 3, .read_only = true
 	},
 	/*
 	 * JQ_PLAN_PURGE_DUE_QUEUE (Citus only): $1 queue, $2 now.  Whether the
@@ -2902,7 +2959,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"      AND j.finished_at < $2 - q.retention LIMIT 1) p "
 		"  WHERE q.queue_name = $1)",
 		2, {TEXTOID, TIMESTAMPTZOID},
-		.name = "purge due queue", .read_only = true
+		.name = "purge due queue", .queue_param = 1, .read_only = true
 	},
 	/*
 	 * Dependencies on Citus (dependencies.c, outcome.c): job_dependencies
@@ -2917,7 +2974,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"SELECT j.queue_name, j.id FROM jobqueue.jobs j "
 		"WHERE ($2::text IS NULL OR j.queue_name = $2) AND j.id = ANY ($1)",
 		2, {INT8ARRAYOID, TEXTOID},
-		.name = "find dependencies", .read_only = true
+		.name = "find dependencies", .queue_param = 2, .read_only = true
 	},
 	/*
 	 * JQ_PLAN_DEPENDENCIES_LOCK_IN: $1 dependency ids, $2 their queue.
@@ -2932,7 +2989,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"WHERE j.queue_name = $2 AND j.id = ANY (ARRAY(SELECT c.id FROM c)) "
 		"RETURNING j.id, j.status",
 		2, {INT8ARRAYOID, TEXTOID},
-		.name = "lock dependencies in queue"
+		.name = "lock dependencies in queue", .queue_param = 2
 	},
 	/*
 	 * JQ_PLAN_ENQUEUE_DEPENDENT_ONE: JQ_PLAN_ENQUEUE_DEPENDENT of one job
@@ -2945,26 +3002,11 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 	 * back: the idempotency key is taken (the caller checked the queue).
 	 */
 	[JQ_PLAN_ENQUEUE_DEPENDENT_ONE] = {
-		"INSERT INTO jobqueue.jobs AS j "
-		"  (queue_name, payload, priority, available_at, max_attempts, "
-		"   idempotency_key, status, dependencies_left, finished_at, "
-		"   last_error_code, errors, group_key) "
-		"VALUES ($1, $2, $3, COALESCE($4, $7), $5, $6, "
-		"  CASE WHEN $9::bigint IS NOT NULL THEN 'cancelled' "
-		"       WHEN pg_catalog.cardinality($8) > 0 THEN 'waiting' "
-		"       ELSE 'pending' END::jobqueue.job_status, "
-		"  pg_catalog.cardinality($8), "
-		"  CASE WHEN $9::bigint IS NOT NULL THEN $7 END, "
-		"  CASE WHEN $9::bigint IS NOT NULL THEN '" JQ_DEPENDENCY_FAILED_CODE "' END, "
-		"  CASE WHEN $9::bigint IS NOT NULL THEN pg_catalog.jsonb_build_array("
-		"    " JQ_DEPENDENCY_ENTRY_SQL("$7", "$9", "$10") ") "
-		"       ELSE '[]'::jsonb END, "
-		"  $11) "
-		JQ_ENQUEUE_KEY_CONFLICT_SQL
-		"RETURNING " JQ_OUTCOME_SQL("$7", "$12", JQ_NOTIFY_FINISHED_SQL("$13")),
+		JQ_ENQUEUE_DEPENDENT_ONE_SQL("", ""),
 		13, {TEXTOID, JSONBOID, INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID,
 		TIMESTAMPTZOID, INT8ARRAYOID, INT8OID, TEXTOID, TEXTOID, BOOLOID, TEXTARRAYOID},
-		.name = "enqueue one dependent", .dist = JQ_DIST_GENERIC
+		.name = "enqueue one dependent", .queue_param = 1, .dist = JQ_DIST_GENERIC,
+		.local_sql = JQ_ENQUEUE_DEPENDENT_ONE_SQL(JQ_ID_COLUMN_SQL, JQ_NEXT_ID_SQL)
 	},
 	/*
 	 * JQ_PLAN_DEPENDENCY_ADD: $1 queue, $2 a dependency of that queue, $3
@@ -2977,7 +3019,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"INSERT INTO jobqueue.job_dependencies (job_id, depends_on, queue_name, job_queue) "
 		"VALUES ($3, $2, $1, $4)",
 		4, {TEXTOID, INT8OID, INT8OID, TEXTOID},
-		.name = "add dependency", .dist = JQ_DIST_GENERIC
+		.name = "add dependency", .queue_param = 1, .dist = JQ_DIST_GENERIC
 	},
 	/*
 	 * JQ_PLAN_DEPENDENTS_TAKE: $1 queue, $2 jobs of it that succeeded, $3
@@ -2999,7 +3041,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"LEFT JOIN jobqueue.jobs x ON x.queue_name = $1 AND x.id = n.dep "
 		"ORDER BY n.job_queue, n.job_id",
 		4, {TEXTOID, INT8ARRAYOID, INT4OID, BOOLOID},
-		.name = "take dependents"
+		.name = "take dependents", .queue_param = 1
 	},
 	/*
 	 * JQ_PLAN_DEPENDENTS_COUNT_OFF: $1 queue, $2 dependents in it, $3 the
@@ -3024,7 +3066,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"WHERE j.queue_name = $1 AND j.id = ANY ($2) "
 		"RETURNING " JQ_OUTCOME_SQL("$5", "$6", "false"),
 		6, {TEXTOID, INT8ARRAYOID, INT4ARRAYOID, TEXTARRAYOID, TIMESTAMPTZOID, BOOLOID},
-		.name = "count off dependents", .dist = JQ_DIST_GENERIC
+		.name = "count off dependents", .queue_param = 1, .dist = JQ_DIST_GENERIC
 	},
 	/*
 	 * JQ_PLAN_DEPENDENTS_OF: $1 queue, $2 jobs of it that ended dead or
@@ -3043,7 +3085,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"FROM c LEFT JOIN jobqueue.jobs x ON x.queue_name = $1 AND x.id = c.dep "
 		"ORDER BY c.job_queue, c.job_id",
 		4, {TEXTOID, INT8ARRAYOID, TIMESTAMPTZOID, BOOLOID},
-		.name = "dependents of", .read_only = true
+		.name = "dependents of", .queue_param = 1, .read_only = true
 	},
 	/*
 	 * JQ_PLAN_DEPENDENTS_DEFER: $1 queue, $2 jobs of it that finished.
@@ -3055,7 +3097,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"WHERE d.queue_name = $1 AND d.depends_on = ANY ($2) AND d.job_queue <> $1 "
 		"  AND NOT d.deferred",
 		2, {TEXTOID, INT8ARRAYOID},
-		.name = "defer dependents", .dist = JQ_DIST_GENERIC
+		.name = "defer dependents", .queue_param = 1, .dist = JQ_DIST_GENERIC
 	},
 	/*
 	 * JQ_PLAN_DEPENDENCIES_DEFERRED: $1 queue, $2 max rows.  The jobs of
@@ -3069,7 +3111,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"LEFT JOIN jobqueue.jobs j ON j.queue_name = $1 AND j.id = d.depends_on "
 		"ORDER BY d.depends_on",
 		2, {TEXTOID, INT4OID},
-		.name = "deferred dependencies", .read_only = true
+		.name = "deferred dependencies", .queue_param = 1, .read_only = true
 	},
 	/*
 	 * JQ_PLAN_DEPENDENCIES_UNDEFER: $1 queue, $2 jobs of it.  Clears the
@@ -3079,7 +3121,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"UPDATE jobqueue.job_dependencies d SET deferred = false "
 		"WHERE d.queue_name = $1 AND d.depends_on = ANY ($2) AND d.deferred",
 		2, {TEXTOID, INT8ARRAYOID},
-		.name = "undefer dependents", .dist = JQ_DIST_GENERIC
+		.name = "undefer dependents", .queue_param = 1, .dist = JQ_DIST_GENERIC
 	},
 	/*
 	 * JQ_PLAN_DEPENDENTS_CANCEL_IN: $1 queue, $2 dependents in it, $3 the
@@ -3095,7 +3137,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"WHERE j.queue_name = $1 AND j.id = ANY ($2) AND j.status = 'waiting' "
 		"RETURNING " JQ_OUTCOME_SQL("$4", "false", JQ_NOTIFY_FINISHED_SQL("$6")),
 		6, {TEXTOID, INT8ARRAYOID, JSONBARRAYOID, TIMESTAMPTZOID, INT4OID, TEXTARRAYOID},
-		.name = "cancel dependents in queue", .dist = JQ_DIST_GENERIC
+		.name = "cancel dependents in queue", .queue_param = 1, .dist = JQ_DIST_GENERIC
 	},
 	/*
 	 * JQ_PLAN_JOB_DEPENDENCIES: $1 id, $2 its queue.  The rows naming the
@@ -3117,7 +3159,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"SELECT j.id, j.status::text FROM jobqueue.jobs j "
 		"WHERE j.queue_name = $2 AND j.id = ANY ($1) ORDER BY j.id FOR SHARE OF j",
 		2, {INT8ARRAYOID, TEXTOID},
-		.name = "share dependencies in queue"
+		.name = "share dependencies in queue", .queue_param = 2
 	},
 	/*
 	 * JQ_PLAN_PURGE_WAITERS: JQ_PLAN_PURGE's parameters.  The cancelled
@@ -3149,10 +3191,52 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		2, {TEXTOID, INT8ARRAYOID},
 		.name = "drop dependencies of"
 	},
+	/*
+	 * The lookups by id alone on Citus read the shards of the queues where
+	 * the ids most likely are before every shard (outcome.c,
+	 * jq_job_queue_distributed; dependencies.c): with the queues' names as
+	 * values, Citus reads only those queues' shards.
+	 *
+	 * JQ_PLAN_QUEUE_GROUPS: every queue, in name order, with the node group
+	 * where its shard of jobs is placed (queuecache.c keeps them).
+	 */
+	[JQ_PLAN_QUEUE_GROUPS] = {
+		"SELECT q.queue_name, "
+		"       (SELECT p.groupid FROM pg_catalog.pg_dist_placement p "
+		"        WHERE p.shardid OPERATOR(pg_catalog.=) "
+		"          pg_catalog.get_shard_id_for_distribution_column('jobqueue.jobs', q.queue_name) "
+		"        LIMIT 1) "
+		"FROM jobqueue.queues q ORDER BY q.queue_name",
+		0, {InvalidOid},
+		.name = "queue groups", .read_only = true, .dist = JQ_DIST_NODE
+	},
+	/* JQ_PLAN_JOB_QUEUE_IN: $1 id, $2 queues.  JQ_PLAN_JOB_QUEUE in those queues. */
+	[JQ_PLAN_JOB_QUEUE_IN] = {
+		"SELECT j.queue_name FROM jobqueue.jobs j "
+		"WHERE j.queue_name = ANY ($2) AND j.id = $1",
+		2, {INT8OID, TEXTARRAYOID},
+		.name = "job queue in", .read_only = true, .dist = JQ_DIST_NODE
+	},
+	/*
+	 * JQ_PLAN_DEPENDENCIES_FIND_IN: $1 dependency ids, $2 queues.
+	 * JQ_PLAN_DEPENDENCIES_FIND in those queues.
+	 */
+	[JQ_PLAN_DEPENDENCIES_FIND_IN] = {
+		"SELECT j.queue_name, j.id FROM jobqueue.jobs j "
+		"WHERE j.queue_name = ANY ($2) AND j.id = ANY ($1)",
+		2, {INT8ARRAYOID, TEXTARRAYOID},
+		.name = "find dependencies in", .read_only = true, .dist = JQ_DIST_NODE
+	},
 
 };
 
 static SPIPlanPtr plans[JQ_NUM_PLANS];
+
+/*
+ * Bumped whenever the kept plans are forgotten or due to be rebuilt, for
+ * the plans derived from them (localshard.c)
+ */
+uint64		jq_plans_generation = 0;
 
 /* The size check of the kept plans (see the header comment) */
 #define JQ_PLANS_SIZE_CHECK_MS	1000
@@ -3228,6 +3312,7 @@ jq_plans_check_size(void)
 	if (!changed)
 		return;
 
+	jq_plans_generation++;
 	for (int id = 0; id < JQ_NUM_PLANS; id++)
 	{
 		ListCell   *lc;
@@ -3306,6 +3391,13 @@ jq_distributed_mode(void)
 	return distributed_mode == 1;
 }
 
+/* The jobs table Citus distributes, as jq_distributed_mode() read it */
+Oid
+jq_distributed_jobs(void)
+{
+	return distributed_mode == 1 ? distributed_mode_jobs : InvalidOid;
+}
+
 /*
  * Read the distributed mode again, and forget the kept plans when it
  * changed: for the background worker, whose backend lives across a
@@ -3375,6 +3467,7 @@ jq_plans_reset(void)
 	distributed_mode = -1;
 	for (int t = 0; t < JQ_PLANS_SIZED_TABLES; t++)
 		plans_blocks[t] = InvalidBlockNumber;
+	jq_plans_generation++;
 }
 
 /*
@@ -3442,33 +3535,71 @@ jq_keep_heap_top(void)
 SPIPlanPtr
 jq_plan(JqPlanId id)
 {
+	Assert(id >= 0 && id < JQ_NUM_PLANS);
+	jq_plans_check();
+	if (plans[id] != NULL)
+		return plans[id];
+
+	plans[id] = jq_plan_prepare(id, jq_plan_sql(id),
+								jq_distributed_mode() &&
+								plan_specs[id].dist != JQ_DIST_GENERIC);
+	return plans[id];
+}
+
+/*
+ * Prepare and keep sql as statement id (its parameters; sql is its text or
+ * one derived from it), with a custom plan per call or a generic plan.
+ * Connected to SPI.
+ */
+SPIPlanPtr
+jq_plan_prepare(JqPlanId id, const char *sql, bool custom)
+{
 	SPIPlanPtr	plan;
 	Oid			argtypes[lengthof(plan_specs[0].argtypes) + 1];
 	int			nargs;
-
-	Assert(id >= 0 && id < JQ_NUM_PLANS);
-	jq_plan_check_mode_changed();
-	jq_plans_check_size();
-	if (plans[id] != NULL)
-		return plans[id];
 
 	jq_keep_heap_top();
 	nargs = plan_specs[id].nargs;
 	memcpy(argtypes, plan_specs[id].argtypes, sizeof(plan_specs[id].argtypes));
 	if (jq_plan_takes_queue_row(id))
 		argtypes[nargs++] = TEXTOID;
-	plan = SPI_prepare_cursor(jq_plan_sql(id), nargs, argtypes,
-							  jq_distributed_mode() &&
-							  plan_specs[id].dist != JQ_DIST_GENERIC ?
-							  CURSOR_OPT_CUSTOM_PLAN : CURSOR_OPT_GENERIC_PLAN);
+	plan = SPI_prepare_cursor(sql, nargs, argtypes,
+							  custom ? CURSOR_OPT_CUSTOM_PLAN : CURSOR_OPT_GENERIC_PLAN);
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed for jobqueue statement \"%s\": %s",
 			 plan_specs[id].name, SPI_result_code_string(SPI_result));
 	if (SPI_keepplan(plan) != 0)
 		elog(ERROR, "SPI_keepplan failed for jobqueue statement \"%s\"",
 			 plan_specs[id].name);
-	plans[id] = plan;
 	return plan;
+}
+
+/*
+ * Before a kept statement runs: read the distributed mode again if it may
+ * have changed, and have the plans rebuilt if a table's size changed
+ * tenfold.  Either bumps jq_plans_generation.
+ */
+void
+jq_plans_check(void)
+{
+	jq_plan_check_mode_changed();
+	jq_plans_check_size();
+}
+
+/* The text of statement id against a queue's shards (JqPlanSpec) */
+const char *
+jq_plan_local_sql(JqPlanId id)
+{
+	Assert(id >= 0 && id < JQ_NUM_PLANS);
+	return plan_specs[id].local_sql != NULL ? plan_specs[id].local_sql : jq_plan_sql(id);
+}
+
+/* The parameter naming the queue of statement id, or 0 (JqPlanSpec) */
+int
+jq_plan_queue_param(JqPlanId id)
+{
+	Assert(id >= 0 && id < JQ_NUM_PLANS);
+	return plan_specs[id].queue_param;
 }
 
 /* The text of statement id in this mode, also for EXPLAIN.  Connected to SPI. */

@@ -68,6 +68,14 @@ static HTAB *queue_settings = NULL;
 static uint64 settings_shared_generation = 0;
 static uint64 settings_local_generation = 0;
 
+/* Citus: every queue and the node group of its shard, in name order */
+static int	queue_groups_n = -1;	/* -1: not read yet */
+static char **queue_groups_names = NULL;
+static int32 *queue_groups_groups = NULL;
+static uint64 queue_groups_shared_generation = 0;
+static uint64 queue_groups_local_generation = 0;
+static uint64 queue_groups_epoch = 0;
+
 /* moved by this backend's own changes and aborts */
 static uint64 local_generation = 1;
 /* this transaction changed jobqueue.queues */
@@ -350,4 +358,72 @@ jq_enqueue_defaults(const JqQueueSettings *settings, Datum *values, char *nulls)
 		values[7] = CStringGetTextDatum("");
 		nulls[7] = JQ_NOTNULL;
 	}
+}
+
+/*
+ * Citus: the names of the queues, as a text[] Datum, whose shard of jobs is
+ * placed on one of the node groups groups[0..n-1]; with n = 0, every
+ * queue.  From a cache of every queue's group, read again when the queues
+ * or jobs's placements change (jq_local_shard_metadata_epoch).  A cache
+ * that misses a change (a queue created through another node, whose
+ * counter moved instead) costs only speed: the callers read every shard
+ * when these queues do not have what they look for.  Connected to SPI;
+ * replaces SPI_tuptable when it reads.
+ */
+Datum
+jq_queues_on_groups(const int32 *groups, int n)
+{
+	uint64		shared_generation;
+	uint64		epoch = jq_local_shard_metadata_epoch();
+	Datum	   *names;
+	int			count = 0;
+
+	shared_generation = jq_shared != NULL ?
+		pg_atomic_read_u64(&jq_shared->queues_generation) : 0;
+	if (queue_groups_n < 0 || jq_shared == NULL ||
+		shared_generation != queue_groups_shared_generation ||
+		local_generation != queue_groups_local_generation ||
+		epoch != queue_groups_epoch)
+	{
+		/* the counter is read before the table (see the header) */
+		pg_read_barrier();
+		jq_execute(JQ_PLAN_QUEUE_GROUPS, NULL, NULL, SPI_OK_SELECT);
+		for (int i = 0; i < queue_groups_n; i++)
+			pfree(queue_groups_names[i]);
+		if (queue_groups_names != NULL)
+		{
+			pfree(queue_groups_names);
+			pfree(queue_groups_groups);
+		}
+		queue_groups_names = MemoryContextAlloc(TopMemoryContext,
+												sizeof(char *) * Max(SPI_processed, 1));
+		queue_groups_groups = MemoryContextAlloc(TopMemoryContext,
+												 sizeof(int32) * Max(SPI_processed, 1));
+		for (uint64 row = 0; row < SPI_processed; row++)
+		{
+			bool		isnull;
+			Datum		group = jq_result_nullable(row, 2, &isnull);
+
+			queue_groups_names[row] = MemoryContextStrdup(TopMemoryContext,
+														  jq_result_name(row, 1));
+			queue_groups_groups[row] = isnull ? -1 : DatumGetInt32(group);
+		}
+		queue_groups_n = (int) SPI_processed;
+		queue_groups_shared_generation = shared_generation;
+		queue_groups_local_generation = local_generation;
+		queue_groups_epoch = epoch;
+	}
+
+	names = palloc(sizeof(Datum) * Max(queue_groups_n, 1));
+	for (int i = 0; i < queue_groups_n; i++)
+	{
+		bool		match = (n == 0);
+
+		for (int k = 0; k < n && !match; k++)
+			match = queue_groups_groups[i] == groups[k];
+		if (match)
+			names[count++] = CStringGetTextDatum(queue_groups_names[i]);
+	}
+	return PointerGetDatum(construct_array(names, count, TEXTOID, -1, false,
+										   TYPALIGN_INT));
 }

@@ -21,6 +21,7 @@
 #include "jobqueue.h"
 
 #include "access/xact.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 
@@ -52,16 +53,28 @@ jq_spi_finish(void)
 int			jq_statement_depth = 0;
 void		(*jq_after_statement_hook) (bool failed) = NULL;
 
-/* Run kept statement id; raise an error unless it returned rc_expected. */
+/*
+ * Run kept statement id; raise an error unless it returned rc_expected.
+ * On Citus, a statement of one queue whose shard is on this node runs
+ * against that shard (localshard.c).
+ */
 void
 jq_execute(JqPlanId id, Datum *values, const char *nulls, int rc_expected)
 {
 	volatile int rc = 0;
+	int			queue_param = jq_plan_queue_param(id);
 
 	jq_statement_depth++;
 	PG_TRY();
 	{
-		rc = SPI_execute_plan(jq_plan(id), values, nulls,
+		SPIPlanPtr	plan = NULL;
+
+		if (queue_param > 0 &&
+			(nulls == NULL || nulls[queue_param - 1] != JQ_ISNULL))
+			plan = jq_local_shard_plan(id, values[queue_param - 1]);
+		if (plan == NULL)
+			plan = jq_plan(id);
+		rc = SPI_execute_plan(plan, values, nulls,
 							  jq_plan_read_only(id), 0);
 	}
 	PG_CATCH();
@@ -119,6 +132,26 @@ jq_execute_queue(JqPlanId id, Datum *values, const char *nulls, int nargs,
 	qvalues[nargs] = SPI_processed == 1 ? jq_result_nullable(0, 1, &isnull) : (Datum) 0;
 	qnulls[nargs] = isnull ? JQ_ISNULL : JQ_NOTNULL;
 	jq_execute(id, qvalues, qnulls, rc_expected);
+}
+
+/*
+ * Citus: run kept statement id, a read of several shards (SPI_OK_SELECT),
+ * over one connection per node (citus.max_adaptive_executor_pool_size = 1
+ * for the statement): its tasks are an index probe each, for which Citus
+ * would otherwise open up to that many connections per node (16 by
+ * default), anew at each call of a delegated function: tens of
+ * milliseconds.
+ */
+void
+jq_execute_multi_shard(JqPlanId id, Datum *values, const char *nulls)
+{
+	int			guc_nestlevel = NewGUCNestLevel();
+
+	(void) set_config_option("citus.max_adaptive_executor_pool_size", "1",
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+							 true, 0, false);
+	jq_execute(id, values, nulls, SPI_OK_SELECT);
+	AtEOXact_GUC(true, guc_nestlevel);
 }
 
 /*
