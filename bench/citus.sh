@@ -17,7 +17,8 @@
 # of them, per job likewise.  And jobs that wait for others (N/2 pairs:
 # enqueue a job, enqueue one that depends on it, claim and complete both,
 # each by its queue): dep_same with both in the queue, dep_cross with the
-# dependent in a queue on the other worker.
+# dependent in a queue on the other worker.  And empty_call: the least a
+# call costs (jq_job of no job, by its queue), per call.
 #
 # Usage: sudo bash bench/citus.sh   (BENCH_JOBS=300, BENCH_BATCHES=30, BENCH_ROUNDS=3)
 # Results: bench/work-citus/citus.txt
@@ -82,14 +83,25 @@ for ((k = 0; k < N; k++)); do
 done >"$dir/queue_first.sql"
 # In batches of 100 (what a worker does; the client libraries too):
 # jq_enqueue_many, then jq_claim of 100 and jq_complete_many(queue, ...).
+# The enqueue is a call Citus delegates (the whole query, values as
+# arguments); psql keeps the claimed ids with an aggregate over the claim,
+# which Citus does not delegate: the claim then runs on the node called,
+# each statement routed to the shard.
 NB=$((BATCHES * 100))
+payloads=$(for ((k = 0; k < 100; k++)); do printf "'{\"n\": %d}', " "$k"; done)
 for ((k = 0; k < BATCHES; k++)); do
-	echo "SELECT count(*) FROM jobqueue.jq_enqueue_many('$q', ARRAY(SELECT '{\"n\": 1}'::jsonb FROM generate_series(1, 100)));"
+	echo "SELECT * FROM jobqueue.jq_enqueue_many('$q', ARRAY[${payloads%, }]::jsonb[]);"
 done >"$dir/enqueue_many.sql"
 for ((k = 0; k < BATCHES; k++)); do
 	echo "SELECT array_agg(id) AS ids, array_agg(token) AS tokens FROM jobqueue.jq_claim('$q', 100, 'bench') \\gset"
 	echo "SELECT count(*) FROM jobqueue.jq_complete_many('$q', :'ids', :'tokens');"
 done >"$dir/batch_claim.sql"
+# The least a call costs: jq_job of a job that does not exist, by its
+# queue (one index probe), per call; through the coordinator, the cost of
+# the hop to the queue's node that every delegated call pays.
+for ((k = 0; k < N; k++)); do
+	echo "SELECT * FROM jobqueue.jq_job('$q', -1);"
+done >"$dir/empty_call.sql"
 # N/2 pairs of a job and one that waits for it, in queue $1
 dependent_pairs() {
 	for ((k = 0; k < N / 2; k++)); do
@@ -122,7 +134,7 @@ median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
 declare -A ms
 paths="enqueue id_only"
-[ "$queue_first" -gt 0 ] && paths="$paths queue_first batch_enqueue batch_claim dep_same dep_cross"
+[ "$queue_first" -gt 0 ] && paths="$paths queue_first batch_enqueue batch_claim dep_same dep_cross empty_call"
 for r in $(seq "$ROUNDS"); do
 	for t in single coordinator worker; do
 		for p in $paths; do
@@ -131,6 +143,7 @@ for r in $(seq "$ROUNDS"); do
 				batch_enqueue) ms[$t.$p]+="$(run_ms "$t" "$dir/enqueue_many.sql" "$NB") " ;;
 				batch_claim) ms[$t.$p]+="$(run_ms "$t" "$dir/batch_claim.sql" "$NB") " ;;
 				dep_*) ms[$t.$p]+="$(run_ms "$t" "$dir/$p.sql" "$((N / 2 * 2))") " ;;
+				empty_call) ms[$t.$p]+="$(run_ms "$t" "$dir/$p.sql") " ;;
 				*)
 					run_ms "$t" "$dir/enqueue.sql" >/dev/null
 					ms[$t.$p]+="$(run_ms "$t" "$dir/$p.sql") "
