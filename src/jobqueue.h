@@ -202,6 +202,7 @@ extern double jq_jitter(void);
 
 /* Statements against a queue's shards on this node, on Citus (localshard.c) */
 extern SPIPlanPtr jq_local_shard_plan(JqPlanId id, Datum queue);
+extern bool jq_local_shard_try_lock(Datum queue);
 extern bool jq_local_shard_job_queue(int64 id, Datum *queue);
 extern uint64 jq_local_shard_metadata_epoch(void);
 
@@ -501,8 +502,9 @@ extern int64 jq_purge_batch(const char *queue_name, Interval *older_than,
 extern int64 jq_purge_local_batch(int max_jobs, bool *more);
 /*
  * On Citus: the queues whose shard this node holds (JQ_PLAN_LOCAL_QUEUES),
- * in CurrentMemoryContext; with wake set, only those whose listeners are
- * woken.
+ * in CurrentMemoryContext, each with its shard locked against a move to the
+ * end of the transaction (those whose shard is moving are left out); with
+ * wake set, only those whose listeners are woken.
  */
 extern List *jq_local_queues(bool wake);
 /* Every queue (JQ_PLAN_QUEUE_NAMES), in CurrentMemoryContext */

@@ -223,15 +223,18 @@ jq_shard_is_local(int64 shardid)
 	return found;
 }
 
-/* Take Citus's lock on the metadata of entry's shard, as its writes do */
-static void
-jq_lock_shard(JqLocalShard *entry)
+/*
+ * Take Citus's lock on the metadata of entry's shard, as its writes do;
+ * with nowait, only if no move holds it (false then)
+ */
+static bool
+jq_lock_shard(JqLocalShard *entry, bool nowait)
 {
 	LOCKTAG		tag;
 
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, entry->shard_index, entry->colocation_id,
 						 JQ_CITUS_COLOCATED_SHARDS_METADATA_LOCK_CLASS);
-	(void) LockAcquire(&tag, ShareLock, false, false);
+	return LockAcquire(&tag, ShareLock, false, nowait) != LOCKACQUIRE_NOT_AVAIL;
 }
 
 /*
@@ -490,7 +493,7 @@ jq_local_shard_plan(JqPlanId id, Datum queue)
 	entry = jq_local_shard_entry(shardid, queue);
 	if (entry == NULL || !entry->usable)
 		return NULL;
-	jq_lock_shard(entry);
+	(void) jq_lock_shard(entry, false);
 	/* a move or split that ended while this waited: read it */
 	AcceptInvalidationMessages();
 	InvalidateCatalogSnapshot();
@@ -507,6 +510,32 @@ jq_local_shard_plan(JqPlanId id, Datum queue)
 		pfree(sql);
 	}
 	return entry->plans[id];
+}
+
+
+/*
+ * Take now, if no shard move holds it, the lock that jq_local_shard_plan
+ * takes on the shard of queue on this node, to the end of the transaction.
+ * False when a move holds it: the background worker, which gives up a lock
+ * wait after lock_timeout with an error, leaves the queue to a later pass
+ * instead.  True when the queue's statements do not run against a shard
+ * here (Citus then takes its own locks).  Connected to SPI.
+ */
+bool
+jq_local_shard_try_lock(Datum queue)
+{
+	JqLocalShard *entry;
+	int64		shardid;
+
+	if (!jq_local_shards_usable())
+		return true;
+	shardid = jq_queue_shard(queue);
+	if (shardid == 0)
+		return true;
+	entry = jq_local_shard_entry(shardid, queue);
+	if (entry == NULL || !entry->usable)
+		return true;
+	return jq_lock_shard(entry, true);
 }
 
 /*

@@ -131,11 +131,19 @@ jq_local_queues(bool wake)
 {
 	List	   *queues = NIL;
 
+	ListCell   *lc;
+
 	jq_execute(JQ_PLAN_LOCAL_QUEUES, NULL, NULL, SPI_OK_SELECT);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		if (!wake || jq_result_bool(i, 2))
 			queues = lappend(queues, jq_result_name(i, 1));
+	}
+	/* a queue whose shard is moving is served after the move, by its node */
+	foreach(lc, queues)
+	{
+		if (!jq_local_shard_try_lock(CStringGetTextDatum(lfirst(lc))))
+			queues = foreach_delete_current(queues, lc);
 	}
 	return queues;
 }
