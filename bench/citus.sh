@@ -83,10 +83,9 @@ for ((k = 0; k < N; k++)); do
 done >"$dir/queue_first.sql"
 # In batches of 100 (what a worker does; the client libraries too):
 # jq_enqueue_many, then jq_claim of 100 and jq_complete_many(queue, ...).
-# The enqueue is a call Citus delegates (the whole query, values as
-# arguments); psql keeps the claimed ids with an aggregate over the claim,
-# which Citus does not delegate: the claim then runs on the node called,
-# each statement routed to the shard.
+# Each is a call Citus delegates (the whole query, values as arguments),
+# the claim too: psql keeps the claimed ids with an aggregate over it, a
+# form Citus delegates as the clients' own does.
 NB=$((BATCHES * 100))
 payloads=$(for ((k = 0; k < 100; k++)); do printf "'{\"n\": %d}', " "$k"; done)
 for ((k = 0; k < BATCHES; k++)); do

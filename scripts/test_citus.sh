@@ -20,7 +20,9 @@
 #     queue's node, and by jq_recount_groups(queue);
 #   - a rate limit with claims through the coordinator and the workers
 #     stays within burst + rate x t;
-#   - dependencies within a queue and across nodes;
+#   - dependencies within a queue and across nodes (a completion on the
+#     queue's node that releases a dependent on another commits in two
+#     phases);
 #   - jq_reap() by hand, without the workers;
 #   - no errors in any node's log.
 # Citus is built from $CITUS_SRC (a tarball or a tree) or from
@@ -367,10 +369,19 @@ cat >"$cdir/dep.sql" <<SQL
 SELECT coalesce(array_agg(id), '{}') AS ids, coalesce(array_agg(token), '{}') AS tokens FROM jobqueue.jq_claim('$qa', 100, 'dep') \\gset
 SELECT count(*) FROM jobqueue.jq_complete_many('$qa', :'ids', :'tokens');
 SQL
-psql_try 1 -f "$cdir/dep.sql" >/dev/null
+# The completion runs on the shard in the node's own backend, the release
+# through Citus on the other node: one transaction, committed in two
+# phases. Citus keeps a record of each prepared transaction, named with
+# the pid of the backend that committed it (its recovery, which deletes
+# them, is held off meanwhile).
+psql_n 1 -c "ALTER SYSTEM SET citus.recover_2pc_interval = -1" -c "SELECT pg_reload_conf()" >/dev/null
+pid=$(psql_try 1 -c "SELECT pg_backend_pid()" -f "$cdir/dep.sql" | head -n 1)
 expect "its completion on its node releases the dependent on the other" "pending 0" \
 	"$(psql_try 0 -F ' ' -c "SELECT status, (SELECT count(*) FROM jobqueue.job_dependencies WHERE depends_on = $dep)
 		FROM jobqueue.jobs WHERE queue_name = '$qb' AND id = $waits")"
+expect "the completion and the release committed together, in two phases" "1" \
+	"$(psql_try 1 -c "SELECT count(*) FROM pg_dist_transaction WHERE gid ~ ('^citus_[0-9]+_' || ${pid:-0} || '_')")"
+psql_n 1 -c "ALTER SYSTEM RESET citus.recover_2pc_interval" -c "SELECT pg_reload_conf()" >/dev/null
 psql_try 0 -c "DELETE FROM jobqueue.jobs WHERE queue_name IN ('$qa', '$qb')" >/dev/null
 # a failure cancels transitively: $qa -> $qb -> $qa
 x=$(psql_try 1 -c "SELECT jobqueue.jq_enqueue('$qa', '{\"dep\": \"x\"}')")
@@ -700,8 +711,11 @@ SELECT count(*) FROM jobqueue.jq_complete_and_claim('$qa', ARRAY[:c_id]::bigint[
 SELECT jobqueue.jq_enqueue('$qa', '{"reap": "a"}'), jobqueue.jq_enqueue('$qb', '{"reap": "b"}');
 SELECT count(*) FROM jobqueue.jq_claim('$qa', 1, 'gone');
 SELECT count(*) FROM jobqueue.jq_claim('$qb', 1, 'gone');
--- their leases ended (set by hand rather than waited for)
+-- their leases ended (set by hand rather than waited for); the leases of
+-- earlier sections' running jobs are pushed away, so that the count is theirs
 UPDATE jobqueue.jobs SET lease_expires_at = now() - interval '1 second' WHERE lease_owner = 'gone';
+UPDATE jobqueue.jobs SET lease_expires_at = now() + interval '1 hour'
+	WHERE status = 'running' AND lease_owner IS DISTINCT FROM 'gone';
 SELECT status FROM jobqueue.jobs WHERE queue_name = '$qb' AND id = :other;
 SELECT jobqueue.jq_reap();
 SELECT status FROM jobqueue.jobs WHERE queue_name = '$qb' AND id = :other;

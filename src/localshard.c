@@ -30,13 +30,17 @@
  * the shard's index in it, read with the shard's other metadata and read
  * again after any change of jobs's metadata (a relation cache callback).
  *
- * Visibility within a transaction: the statement runs in this backend, as
- * Citus's local execution of the same shard would.  Citus executes the
- * later statements of the transaction that touch this node's shards
- * locally too (a single-shard statement, and any statement of a
- * transaction block or a function), so they see what this one wrote.  It
- * does not where local execution is off (citus.enable_local_execution),
- * and then this path is not taken.
+ * Within a transaction the statement runs in this backend, as Citus's
+ * local execution of the same shard would, and tells Citus so the way its
+ * local executor does (functions of citus.so, found once per backend):
+ * local execution is then required for the rest of the transaction, so
+ * Citus runs its later statements on this node's shards here too and they
+ * see what this one wrote; and a write asks for two-phase commit, so that
+ * writes Citus then sends to other nodes in the same transaction (the
+ * dependents of a finished job) commit with this node's or not at all.
+ * Where Citus has already reached this node's shards over a connection in
+ * the transaction (local execution disabled), or local execution is off,
+ * this path is not taken.
  *
  *-------------------------------------------------------------------------
  */
@@ -61,6 +65,13 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
+
+/*
+ * Citus's record of local execution in the transaction (its
+ * local_executor.h, LocalExecutionStatus): required, optional, disabled
+ */
+#define JQ_CITUS_LOCAL_EXECUTION_REQUIRED 0
+#define JQ_CITUS_LOCAL_EXECUTION_DISABLED 2
 
 /*
  * Citus's lock on the metadata of a hash-distributed shard and the shards
@@ -104,6 +115,11 @@ static AttrNumber placement_shardid_attnum = InvalidAttrNumber;
 static AttrNumber placement_groupid_attnum = InvalidAttrNumber;
 static Oid	local_group_relid = InvalidOid;
 
+/* Citus's functions for its record of the transaction (see the top) */
+static int	(*citus_get_local_execution_status) (void) = NULL;
+static void (*citus_set_local_execution_status) (int status) = NULL;
+static void (*citus_use_2pc) (void) = NULL;
+
 /* Relation cache callback: a change of jobs's shards or placements */
 static void
 jq_local_shard_relcache_callback(Datum arg, Oid relid)
@@ -131,6 +147,18 @@ jq_local_shard_init(Oid jobs)
 	if (!OidIsValid(jobs_relid) || !OidIsValid(placement_relid) ||
 		!OidIsValid(placement_shardid_index) || !OidIsValid(local_group_relid) ||
 		!OidIsValid(shard_id_fn))
+		return false;
+	citus_get_local_execution_status = (int (*) (void))
+		load_external_function("$libdir/citus", "GetCurrentLocalExecutionStatus",
+							   false, NULL);
+	citus_set_local_execution_status = (void (*) (int))
+		load_external_function("$libdir/citus", "SetLocalExecutionStatus",
+							   false, NULL);
+	citus_use_2pc = (void (*) (void))
+		load_external_function("$libdir/citus", "Use2PCForCoordinatedTransaction",
+							   false, NULL);
+	if (citus_get_local_execution_status == NULL ||
+		citus_set_local_execution_status == NULL || citus_use_2pc == NULL)
 		return false;
 	placement_shardid_attnum = get_attnum(placement_relid, "shardid");
 	placement_groupid_attnum = get_attnum(placement_relid, "groupid");
@@ -472,6 +500,28 @@ jq_local_shards_usable(void)
 }
 
 /*
+ * May this transaction run statements on this node's shards here: has
+ * Citus not reached them over a connection in it?
+ */
+static bool
+jq_local_execution_allowed(void)
+{
+	return citus_get_local_execution_status() != JQ_CITUS_LOCAL_EXECUTION_DISABLED;
+}
+
+/*
+ * Tell Citus that this transaction runs a statement on this node's shards
+ * here, and whether it writes, as its local executor does (see the top)
+ */
+static void
+jq_note_local_execution(bool writes)
+{
+	citus_set_local_execution_status(JQ_CITUS_LOCAL_EXECUTION_REQUIRED);
+	if (writes)
+		citus_use_2pc();
+}
+
+/*
  * The plan of statement id against the shards on this node of the queue
  * named by its parameter queue (plans.c, queue_param), with the shard
  * locked against a move to the end of the transaction; NULL when the
@@ -484,7 +534,7 @@ jq_local_shard_plan(JqPlanId id, Datum queue)
 	JqLocalShard *entry;
 	int64		shardid;
 
-	if (!jq_local_shards_usable())
+	if (!jq_local_shards_usable() || !jq_local_execution_allowed())
 		return NULL;
 
 	shardid = jq_queue_shard(queue);
@@ -509,6 +559,7 @@ jq_local_shard_plan(JqPlanId id, Datum queue)
 		entry->plans[id] = jq_plan_prepare(id, sql, false);
 		pfree(sql);
 	}
+	jq_note_local_execution(!jq_plan_read_only(id));
 	return entry->plans[id];
 }
 
@@ -606,11 +657,12 @@ jq_local_shard_job_queue(int64 id, Datum *queue)
 	Datum		value = Int64GetDatum(id);
 	int			rc;
 
-	if (!jq_local_shards_usable())
+	if (!jq_local_shards_usable() || !jq_local_execution_allowed())
 		return false;
 	plan = jq_local_job_queue_plan();
 	if (plan == NULL)
 		return false;
+	jq_note_local_execution(false);
 	rc = SPI_execute_plan(plan, &value, NULL, true, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "jobqueue statement \"local job queue\" failed: %s",
