@@ -563,7 +563,6 @@ jq_local_shard_plan(JqPlanId id, Datum queue)
 	return entry->plans[id];
 }
 
-
 /*
  * Take now, if no shard move holds it, the lock that jq_local_shard_plan
  * takes on the shard of queue on this node, to the end of the transaction.

@@ -130,7 +130,6 @@ List *
 jq_local_queues(bool wake)
 {
 	List	   *queues = NIL;
-
 	ListCell   *lc;
 
 	jq_execute(JQ_PLAN_LOCAL_QUEUES, NULL, NULL, SPI_OK_SELECT);
