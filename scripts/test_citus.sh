@@ -219,8 +219,10 @@ qname_on() {
 qa=$(qname_on "${JQ_CITUS_PORTS[1]}")
 qb=$(qname_on "${JQ_CITUS_PORTS[2]}")
 log "queue $qa lives on worker 1, $qb on worker 2"
+# (leases long enough that no client of the drains below, on a busy
+# machine, outlives its own: the expiry checks claim with a short lease)
 for q in "$qa" "$qb"; do
-	psql_n 0 -c "SELECT jobqueue.jq_create_queue('$q', lease_duration => '2 seconds')" >/dev/null
+	psql_n 0 -c "SELECT jobqueue.jq_create_queue('$q', lease_duration => '5 minutes')" >/dev/null
 done
 # jq_explain_claim shows the plan against the queue's shard, delegated to
 # its node; on the coordinator (in a transaction block, not delegated, where
