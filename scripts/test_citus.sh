@@ -384,6 +384,25 @@ expect "its completion on its node releases the dependent on the other" "pending
 expect "the completion and the release committed together, in two phases" "1" \
 	"$(psql_try 1 -c "SELECT count(*) FROM pg_dist_transaction WHERE gid ~ ('^citus_[0-9]+_' || ${pid:-0} || '_')")"
 psql_n 1 -c "ALTER SYSTEM RESET citus.recover_2pc_interval" -c "SELECT pg_reload_conf()" >/dev/null
+# a batch that waits for two jobs of a queue on another node, enqueued
+# through every node, released when both are done
+p1=$(psql_try 1 -c "SELECT jobqueue.jq_enqueue('$qa', '{\"dep\": \"batch 1\"}')")
+p2=$(psql_try 1 -c "SELECT jobqueue.jq_enqueue('$qa', '{\"dep\": \"batch 2\"}')")
+for i in 0 1 2; do
+	psql_try "$i" -c "SELECT count(*) FROM jobqueue.jq_enqueue_many('$qb', ARRAY['{\"batch\": $i}', '{\"batch\": $i}']::jsonb[],
+		depends_on => ARRAY[$p1, $p2]::bigint[])" >/dev/null
+done
+batch_state() {
+	psql_try 0 -F ' ' -c "SELECT string_agg(DISTINCT status::text, ','), count(*),
+		(SELECT count(*) FROM jobqueue.job_dependencies WHERE depends_on IN ($p1, $p2))
+		FROM jobqueue.jobs WHERE queue_name = '$qb' AND payload ? 'batch'"
+}
+complete_one_of_qa="SELECT jobqueue.jq_complete('$qa', c.id, c.token) FROM jobqueue.jq_claim('$qa', 1, 'dep') c"
+expect "jq_enqueue_many waits for jobs on another node, through every node" "waiting 6 12" "$(batch_state)"
+psql_try 1 -c "$complete_one_of_qa" >/dev/null
+expect "one of its dependencies done, the batch still waits" "waiting 6 6" "$(batch_state)"
+psql_try 1 -c "$complete_one_of_qa" >/dev/null
+expect "both done, the batch is released and no row is left" "pending 6 0" "$(batch_state)"
 psql_try 0 -c "DELETE FROM jobqueue.jobs WHERE queue_name IN ('$qa', '$qb')" >/dev/null
 # a failure cancels transitively: $qa -> $qb -> $qa
 x=$(psql_try 1 -c "SELECT jobqueue.jq_enqueue('$qa', '{\"dep\": \"x\"}')")
