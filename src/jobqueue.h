@@ -188,6 +188,7 @@ extern SPIPlanPtr jq_plan_prepare(JqPlanId id, const char *sql, bool custom);
 extern void jq_plans_check(void);
 extern int	jq_plan_queue_param(JqPlanId id);
 extern const char *jq_plan_local_sql(JqPlanId id);
+extern bool jq_plan_local_custom(JqPlanId id);
 extern uint64 jq_plans_generation;
 extern const char *jq_plan_sql(JqPlanId id);
 extern const char *jq_plan_name(JqPlanId id);

@@ -556,7 +556,7 @@ jq_local_shard_plan(JqPlanId id, Datum queue)
 	{
 		char	   *sql = jq_local_shard_sql(jq_plan_local_sql(id), entry);
 
-		entry->plans[id] = jq_plan_prepare(id, sql, false);
+		entry->plans[id] = jq_plan_prepare(id, sql, jq_plan_local_custom(id));
 		pfree(sql);
 	}
 	jq_note_local_execution(!jq_plan_read_only(id));

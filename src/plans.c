@@ -1127,7 +1127,10 @@ typedef struct JqPlanSpec
  * function that reads one.  On Citus such a statement may run against the
  * queue's shards on this node instead (localshard.c), with its text there
  * (dist_sql) or local_sql: an INSERT into jobs names the id, since a shard
- * has no identity column.  0: not such a statement.
+ * has no identity column.  A statement of the worker (JQ_DIST_NODE), whose
+ * queue may also be NULL for every queue ($n IS NULL OR ...), gets a custom
+ * plan there, for the queue it names (jq_plan_local_custom).  0: not such
+ * a statement.
  */
 
 static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
@@ -2360,7 +2363,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"  ARRAY(SELECT m.group_key FROM m ORDER BY m.queue_name, m.group_key), "
 		"  ARRAY(SELECT m.running FROM m ORDER BY m.queue_name, m.group_key)",
 		1, {TEXTOID},
-		.name = "groups repair", .dist = JQ_DIST_NODE
+		.name = "groups repair", .dist = JQ_DIST_NODE, .queue_param = 1
 	},
 	/*
 	 * JQ_PLAN_GROUPS_REPAIR_INSERT: $1 queues, $2 groups, $3 running jobs:
@@ -2399,7 +2402,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"                    AND j.status = 'pending') "
 		"LIMIT $2 FOR UPDATE OF gr SKIP LOCKED",
 		3, {TEXTOID, INT4OID, FLOAT8OID},
-		.name = "groups prune lock", .dist = JQ_DIST_NODE
+		.name = "groups prune lock", .dist = JQ_DIST_NODE, .queue_param = 1
 	},
 	/*
 	 * JQ_PLAN_GROUPS_PRUNE: $1 queues, $2 groups, the rows that
@@ -2434,7 +2437,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"WHERE gr.queue_name = l.queue_name AND gr.group_key = l.group_key "
 		"  AND ($1::text IS NULL OR gr.queue_name = $1) RETURNING 1",
 		1, {TEXTOID},
-		.name = "groups rekey stale", .dist = JQ_DIST_NODE
+		.name = "groups rekey stale", .dist = JQ_DIST_NODE, .queue_param = 1
 	},
 	[JQ_PLAN_GROUPS_PRUNE] = {
 		"DELETE FROM jobqueue.groups gr "
@@ -2447,7 +2450,7 @@ static const JqPlanSpec plan_specs[JQ_NUM_PLANS] = {
 		"                    AND ($3::text IS NULL OR j.queue_name = $3) "
 		"                    AND j.status IN ('pending', 'running'))",
 		3, {TEXTARRAYOID, TEXTARRAYOID, TEXTOID},
-		.name = "groups prune", .dist = JQ_DIST_NODE
+		.name = "groups prune", .dist = JQ_DIST_NODE, .queue_param = 3
 	},
 
 	/*
@@ -3584,6 +3587,14 @@ jq_plans_check(void)
 {
 	jq_plan_check_mode_changed();
 	jq_plans_check_size();
+}
+
+/* Is statement id planned per call against a queue's shards (queue_param)? */
+bool
+jq_plan_local_custom(JqPlanId id)
+{
+	Assert(id >= 0 && id < JQ_NUM_PLANS);
+	return plan_specs[id].dist == JQ_DIST_NODE;
 }
 
 /* The text of statement id against a queue's shards (JqPlanSpec) */
