@@ -15,7 +15,8 @@
  * jobqueue that Citus manages replaced by its shard on this node (the
  * colocated shard of the same hash range; the one shard of a reference
  * table), prepared once per shard with a kept generic plan, as on one
- * server.  Everywhere else (another node, one server) jq_local_shard_plan
+ * server (the worker's statements, which may name every queue, with a
+ * plan per call: jq_plan_local_custom).  Everywhere else (another node, one server) jq_local_shard_plan
  * returns NULL and the statement's own plan runs.
  *
  * Shard moves: Citus blocks the writes to a shard during a move (all of

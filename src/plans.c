@@ -67,7 +67,8 @@
  * worker, which runs on each node against its own shards.  On the node
  * that holds the queue's shard, a statement marked with its queue's
  * parameter (queue_param) runs against the shard itself, with a kept
- * generic plan (localshard.c).
+ * generic plan, or for the worker's statements a plan per call
+ * (localshard.c).
  *
  *-------------------------------------------------------------------------
  */
