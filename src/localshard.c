@@ -501,6 +501,22 @@ jq_local_shards_usable(void)
 }
 
 /*
+ * The entry of queue's shard of jobs when every table has its shard on
+ * this node, by the catalog as last read; NULL otherwise.  Connected to SPI.
+ */
+static JqLocalShard *
+jq_queue_local_shard(Datum queue)
+{
+	int64		shardid = jq_queue_shard(queue);
+	JqLocalShard *entry;
+
+	if (shardid == 0)
+		return NULL;
+	entry = jq_local_shard_entry(shardid, queue);
+	return entry != NULL && entry->usable ? entry : NULL;
+}
+
+/*
  * May this transaction run statements on this node's shards here: has
  * Citus not reached them over a connection in it?
  */
@@ -533,22 +549,17 @@ SPIPlanPtr
 jq_local_shard_plan(JqPlanId id, Datum queue)
 {
 	JqLocalShard *entry;
-	int64		shardid;
 
 	if (!jq_local_shards_usable() || !jq_local_execution_allowed())
 		return NULL;
-
-	shardid = jq_queue_shard(queue);
-	if (shardid == 0)
-		return NULL;
-	entry = jq_local_shard_entry(shardid, queue);
-	if (entry == NULL || !entry->usable)
+	entry = jq_queue_local_shard(queue);
+	if (entry == NULL)
 		return NULL;
 	(void) jq_lock_shard(entry, false);
 	/* a move or split that ended while this waited: read it */
 	AcceptInvalidationMessages();
 	InvalidateCatalogSnapshot();
-	if (!jq_shard_is_local(shardid))
+	if (!jq_shard_is_local(entry->shardid))
 		return NULL;
 	/* the shards changed since the lock was named: let Citus route it */
 	if (local_shards_epoch != metadata_epoch)
@@ -576,17 +587,11 @@ bool
 jq_local_shard_try_lock(Datum queue)
 {
 	JqLocalShard *entry;
-	int64		shardid;
 
 	if (!jq_local_shards_usable())
 		return true;
-	shardid = jq_queue_shard(queue);
-	if (shardid == 0)
-		return true;
-	entry = jq_local_shard_entry(shardid, queue);
-	if (entry == NULL || !entry->usable)
-		return true;
-	return jq_lock_shard(entry, true);
+	entry = jq_queue_local_shard(queue);
+	return entry == NULL || jq_lock_shard(entry, true);
 }
 
 /*
